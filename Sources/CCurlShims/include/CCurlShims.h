@@ -1,0 +1,31 @@
+#ifndef IMGFS_CCURLSHIMS_H
+#define IMGFS_CCURLSHIMS_H
+// Typed wrappers for libcurl's variadic functions, one per argument kind, so Swift can call them.
+#include <curl/curl.h>
+#include <stddef.h>
+
+typedef size_t (*imgfs_curl_data_callback)(char *data, size_t size, size_t count, void *context);
+typedef curl_socket_t (*imgfs_curl_opensocket_callback)(void *context, curlsocktype purpose,
+                                                         struct curl_sockaddr *address);
+
+CURLcode imgfs_easy_setopt_long(CURL *easy, CURLoption option, long value);
+CURLcode imgfs_easy_setopt_offt(CURL *easy, CURLoption option, curl_off_t value);
+CURLcode imgfs_easy_setopt_pointer(CURL *easy, CURLoption option, void *value);
+CURLcode imgfs_easy_setopt_string(CURL *easy, CURLoption option, const char *value);
+CURLcode imgfs_easy_setopt_data_callback(CURL *easy, CURLoption option, imgfs_curl_data_callback callback);
+CURLcode imgfs_easy_setopt_opensocket_callback(CURL *easy, imgfs_curl_opensocket_callback callback);
+
+CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
+CURLcode imgfs_easy_getinfo_offt(CURL *easy, CURLINFO info, curl_off_t *value);
+CURLcode imgfs_easy_getinfo_pointer(CURL *easy, CURLINFO info, void **value);
+CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value);
+
+CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
+/// The easy handle and result of a CURLMSG_DONE message (the union member cannot be read from Swift).
+int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
+
+/// Opens a socket the way libcurl would, for an opensocket callback that has inspected the address.
+curl_socket_t imgfs_open_socket(struct curl_sockaddr *address);
+
+#endif

@@ -1,0 +1,201 @@
+import Foundation
+import Synchronization
+
+/// One transfer of one URL, observed by any number of waiting readers.
+///
+/// Guarantees: every waiter is answered exactly once, without the lock held; a read is answered as soon as its range
+/// has arrived (streaming), with the bytes clamped to the image's end; once the download fails every waiter gets the
+/// error, also readers of ranges that had arrived before (a partial body is never handed out as a whole one); a body
+/// shorter than its Content-Length is a failure.
+public final class Download: TransferObserving, @unchecked Sendable {
+    public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
+    public typealias ReadReply = @Sendable (Result<ImageSlice, FetchError>) -> Void
+
+    /// Where the transfer is.
+    public enum Phase: Equatable, Sendable {
+        case waitingForHead
+        case receiving
+        case complete
+        case failed(FetchError, at: ContinuousClock.Instant)
+    }
+
+    private struct RangeWaiter {
+        let offset: Int
+        let count: Int
+        let reply: ReadReply
+    }
+
+    private struct State {
+        var phase = Phase.waitingForHead
+        var head: ResponseHead?
+        var headReceivedAt = Date()
+        var bytes = ImageBytes()
+        var received = 0
+        var metadataWaiters: [MetadataReply] = []
+        var rangeWaiters: [RangeWaiter] = []
+        var finishHandlers: [@Sendable (FetchError?) -> Void] = []
+    }
+
+    /// The URL being fetched.
+    public let url: ImageURL
+    private let state = Mutex(State())
+
+    public init(url: ImageURL) {
+        self.url = url
+    }
+
+    /// A finished download of `bytes`, for content that is already at hand.
+    public init(url: ImageURL, completeWith bytes: ImageBytes, head: ResponseHead) {
+        self.url = url
+        state.withLock { state in
+            state.phase = .complete
+            state.head = head
+            state.bytes = bytes
+            state.received = bytes.count
+        }
+    }
+
+    // MARK: - What readers see
+
+    /// The current phase.
+    public var phase: Phase { state.withLock { $0.phase } }
+
+    /// The metadata if the size is known now, without waiting.
+    public var currentMetadata: ImageMetadata? { state.withLock { Self.metadata(of: $0) } }
+
+    /// The bytes of a complete download, else nil.
+    public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
+
+    /// Answers once the size is known (Content-Length, else the end of the body) or the download failed.
+    public func whenMetadataKnown(_ reply: @escaping MetadataReply) {
+        let answer: Result<ImageMetadata, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let metadata = Self.metadata(of: state) { return .success(metadata) }
+            state.metadataWaiters.append(reply)
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// Answers with bytes `offset ..< offset + count` once they arrived (fewer at the end of the image), or the error.
+    public func read(offset: Int, count: Int, _ reply: @escaping ReadReply) {
+        let answer: Result<ImageSlice, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let slice = Self.slice(of: state, offset: offset, count: count) { return .success(slice) }
+            state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, reply: reply))
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error.
+    public func whenFinished(_ handler: @escaping @Sendable (FetchError?) -> Void) {
+        let ended: FetchError?? = state.withLock { state in
+            switch state.phase {
+            case .complete: return .some(nil)
+            case .failed(let error, _): return .some(error)
+            case .waitingForHead, .receiving:
+                state.finishHandlers.append(handler)
+                return nil
+            }
+        }
+        if let ended { handler(ended) }
+    }
+
+    // MARK: - TransferObserving
+
+    public func transferDidReceive(head: ResponseHead) {
+        let ready: ([MetadataReply], ImageMetadata?) = state.withLock { state in
+            state.head = head
+            state.headReceivedAt = Date()
+            state.phase = .receiving
+            state.bytes = ImageBytes(expectedCount: head.contentLength)
+            guard let metadata = Self.metadata(of: state) else { return ([], nil) }
+            defer { state.metadataWaiters.removeAll() }
+            return (state.metadataWaiters, metadata)
+        }
+        if let metadata = ready.1 { ready.0.forEach { $0(.success(metadata)) } }
+    }
+
+    public func transferDidReceive(bytes: UnsafeRawBufferPointer) {
+        let buffer = state.withLock { $0.bytes }
+        buffer.append(bytes)
+        let ready = state.withLock { state -> [(RangeWaiter, ImageSlice)] in
+            state.received = buffer.count
+            return Self.takeSatisfiedWaiters(&state)
+        }
+        ready.forEach { waiter, slice in waiter.reply(.success(slice)) }
+    }
+
+    public func transferDidComplete(error: FetchError?) {
+        let (metadataWaiters, rangeWaiters, finishHandlers, outcome) = state.withLock { state -> ([MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void], Result<ImageMetadata, FetchError>) in
+            var failure = error
+            if failure == nil, let expected = state.head?.contentLength, expected != state.received {
+                failure = .truncated(expected: expected, received: state.received)
+            }
+            if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
+            if let failure {
+                state.phase = .failed(failure, at: .now)
+                state.bytes = ImageBytes()
+            } else {
+                state.phase = .complete
+            }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.rangeWaiters.removeAll()
+                state.finishHandlers.removeAll()
+            }
+            let outcome: Result<ImageMetadata, FetchError> = failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
+            return (state.metadataWaiters, state.rangeWaiters, state.finishHandlers, outcome)
+        }
+        finishHandlers.forEach { handler in
+            if case .failure(let error) = outcome { handler(error) } else { handler(nil) }
+        }
+        metadataWaiters.forEach { $0(outcome) }
+        for waiter in rangeWaiters {
+            switch outcome {
+            case .failure(let error): waiter.reply(.failure(error))
+            case .success: read(offset: waiter.offset, count: waiter.count, waiter.reply)
+            }
+        }
+    }
+
+    // MARK: - Helpers (lock held)
+
+    private static func metadata(of state: State) -> ImageMetadata? {
+        guard let head = state.head else { return nil }
+        let size: Int
+        if let length = head.contentLength {
+            size = length
+        } else if state.phase == .complete {
+            size = state.received
+        } else {
+            return nil
+        }
+        return ImageMetadata(size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
+                             fetchedAt: state.headReceivedAt)
+    }
+
+    /// The slice for a read if it can be answered now.
+    private static func slice(of state: State, offset: Int, count: Int) -> ImageSlice? {
+        let known = metadata(of: state)?.size
+        let end = min(offset + count, known ?? Int.max)
+        if let known, offset >= known { return .empty }
+        guard state.received >= end else { return nil }
+        return ImageSlice(bytes: state.bytes, offset: offset, count: end - offset)
+    }
+
+    private static func takeSatisfiedWaiters(_ state: inout State) -> [(RangeWaiter, ImageSlice)] {
+        var ready: [(RangeWaiter, ImageSlice)] = []
+        var waiting: [RangeWaiter] = []
+        for waiter in state.rangeWaiters {
+            if let slice = slice(of: state, offset: waiter.offset, count: waiter.count) {
+                ready.append((waiter, slice))
+            } else {
+                waiting.append(waiter)
+            }
+        }
+        state.rangeWaiters = waiting
+        return ready
+    }
+}

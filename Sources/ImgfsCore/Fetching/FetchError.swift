@@ -1,0 +1,62 @@
+/// Why a download did not produce a complete image. Each case says what a log line and an error report should say.
+public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The final response had this non-2xx status.
+    case httpStatus(Int)
+    /// A connect, transfer or total timeout expired; the text says which.
+    case timedOut(String)
+    /// The host name could not be resolved.
+    case unresolvable(String)
+    /// The host could not be connected to.
+    case unreachable(String)
+    /// The connection ended before the announced length arrived.
+    case truncated(expected: Int, received: Int)
+    /// Any other transport failure (reset, TLS, protocol), as the HTTP client described it.
+    case transport(String)
+    /// Nobody wanted the bytes any more, or the filesystem is shutting down.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .httpStatus(let status): "HTTP \(status) \(HTTPStatus.reason(status))"
+        case .timedOut(let what): "timed out: \(what)"
+        case .unresolvable(let why): "host not found: \(why)"
+        case .unreachable(let why): "unreachable: \(why)"
+        case .truncated(let expected, let received): "truncated body: \(received) of \(expected) bytes arrived"
+        case .transport(let why): "transfer failed: \(why)"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// What the filesystem reports for this failure.
+    public var filesystemError: FilesystemError {
+        switch self {
+        case .httpStatus(404), .httpStatus(410): .notFound
+        case .httpStatus(401), .httpStatus(403): .accessDenied
+        case .timedOut: .timedOut
+        case .cancelled: .interrupted
+        case .httpStatus, .unresolvable, .unreachable, .truncated, .transport: .ioFailure
+        }
+    }
+}
+
+/// Reason phrases for the statuses imgfs reports.
+public enum HTTPStatus {
+    /// The standard reason phrase of `status`, or "" when it has none here.
+    public static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 410: "Gone"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: ""
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// The parts of a final 2xx response's header that imgfs uses.
+public struct ResponseHead: Equatable, Sendable {
+    public var status: Int
+    /// Content-Length, when the response announced it.
+    public var contentLength: Int?
+    public var contentType: String?
+    public var etag: String?
+    /// Last-Modified, parsed.
+    public var lastModified: Date?
+
+    public init(status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
+                lastModified: Date? = nil) {
+        self.status = status
+        self.contentLength = contentLength
+        self.contentType = contentType
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Fills the fields from header lines (`Name: value`), ignoring unknown and malformed ones.
+    public mutating func apply(headerLine line: String) {
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        switch name {
+        case "content-length": contentLength = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        case "content-type": contentType = value
+        case "etag": etag = value
+        case "last-modified": lastModified = HTTPDate.parse(value)
+        default: break
+        }
+    }
+}
+
+/// HTTP dates (RFC 9110 IMF-fixdate, plus the obsolete RFC 850 and asctime forms).
+public enum HTTPDate {
+    private static let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
+
+    /// The date `text` names, or nil.
+    public static func parse(_ text: String) -> Date? {
+        for format in formats {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+
+    /// `date` in IMF-fixdate form.
+    public static func format(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,36 @@
+/// The errors filesystem operations report. The FUSE adapter maps each to one errno (ErrnoMapping.swift); the table
+/// is in docs/SEMANTICS.md.
+public enum FilesystemError: Error, Equatable, Sendable {
+    /// No such file: HTTP 404/410, a name that is not an http(s) URL, an unknown digest name. ENOENT.
+    case notFound
+    /// HTTP 401/403, or a URL with credentials. EACCES.
+    case accessDenied
+    /// A connect, stall or total timeout. ETIMEDOUT.
+    case timedOut
+    /// Any other failure of the origin or the transfer, including a truncated body. EIO.
+    case ioFailure
+    /// A write, create, rename, mkdir or other change. EROFS.
+    case readOnly
+    /// A file where a directory was expected. ENOTDIR.
+    case notADirectory
+    /// A directory where a file was expected. EISDIR.
+    case isADirectory
+    /// A name or URL over the limits. ENAMETOOLONG.
+    case nameTooLong
+    /// A name that cannot be decoded (bad percent escape, NUL, not UTF-8). EINVAL.
+    case invalidName
+    /// The request was interrupted or the filesystem is shutting down. EINTR.
+    case interrupted
+    /// The inode is not known (the kernel forgot it). ESTALE.
+    case stale
+
+    /// The filesystem error for a name that does not decode to a fetchable URL.
+    public init(_ error: NameError) {
+        switch error {
+        case .invalidPercentEscape, .notUTF8, .forbiddenCharacter: self = .invalidName
+        case .notAURL, .unsupportedScheme, .missingHost, .invalidPort, .unknownDigest: self = .notFound
+        case .credentials: self = .accessDenied
+        case .tooLong: self = .nameTooLong
+        }
+    }
+}

@@ -1,0 +1,100 @@
+/// A validated `http` or `https` URL: the identity of one image file.
+///
+/// Guarantees: the scheme is http or https, there is a host, no credentials, no control characters, and the text is at
+/// most ``maximumLength`` bytes. `string` is exactly the text the file name decodes to (fragment included), so two
+/// names that decode to the same text are the same file. `resourceKey` drops the fragment, which is never sent to a
+/// server: names that differ only in their fragment share one download and one cache entry.
+public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
+    /// The longest URL accepted, in bytes of UTF-8.
+    public static let maximumLength = 8192
+
+    /// The URL text, as decoded from the file name.
+    public let string: String
+    /// `http` or `https`, lower-case.
+    public let scheme: String
+    /// The host as written (without brackets for IPv6 literals), lower-cased.
+    public let host: String
+    /// The port, explicit or the scheme's default.
+    public let port: Int
+
+    public init(_ string: String) throws(NameError) {
+        let bytes = Array(string.utf8)
+        guard bytes.count <= Self.maximumLength else { throw .tooLong(bytes.count) }
+        if let bad = bytes.first(where: { $0 < 0x21 || $0 == 0x7f }) { throw .forbiddenCharacter(bad) }
+        guard let schemeEnd = bytes.firstIndex(of: UInt8(ascii: ":")), schemeEnd > 0,
+              bytes[..<schemeEnd].allSatisfy(Self.isSchemeByte)
+        else { throw .notAURL }
+        let scheme = String(decoding: bytes[..<schemeEnd], as: UTF8.self).lowercased()
+        guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
+        guard bytes[(schemeEnd + 1)...].starts(with: "//".utf8) else { throw .notAURL }
+        let authorityStart = schemeEnd + 3
+        let authorityEnd = bytes[authorityStart...].firstIndex(where: { "/?#".utf8.contains($0) }) ?? bytes.endIndex
+        let authority = bytes[authorityStart..<authorityEnd]
+        guard !authority.contains(UInt8(ascii: "@")) else { throw .credentials }
+        let (host, port) = try Self.splitHostPort(authority, defaultPort: scheme == "https" ? 443 : 80)
+        self.string = string
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    /// The URL without its fragment: what is requested and what downloads and cache entries are keyed by.
+    public var resourceKey: String {
+        guard let hash = string.firstIndex(of: "#") else { return string }
+        return String(string[..<hash])
+    }
+
+    /// `scheme://host:port`: the unit that per-host connection limits count.
+    public var hostKey: String { "\(scheme)://\(host):\(port)" }
+
+    /// The text to hand to an HTTP client: ``resourceKey`` with bytes outside printable ASCII percent-encoded in the
+    /// path and query (a Unicode host is left for the client's IDN conversion).
+    public var requestString: String {
+        let key = Array(resourceKey.utf8)
+        let pathStart = key[(scheme.utf8.count + 3)...].firstIndex(where: { "/?".utf8.contains($0) }) ?? key.endIndex
+        var out = Array(key[..<pathStart])
+        for byte in key[pathStart...] {
+            if byte >= 0x80 {
+                out.append(contentsOf: "%\(byte < 16 ? "0" : "")\(String(byte, radix: 16, uppercase: true))".utf8)
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { string }
+
+    // MARK: - Parsing helpers
+
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x30 && byte <= 0x39)
+            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+    }
+
+    private static func splitHostPort(_ authority: ArraySlice<UInt8>, defaultPort: Int) throws(NameError) -> (String, Int) {
+        var hostBytes = authority
+        var portBytes: ArraySlice<UInt8>? = nil
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { throw .notAURL }
+            hostBytes = authority[(authority.startIndex + 1)..<close]
+            let rest = authority[(close + 1)...]
+            if !rest.isEmpty {
+                guard rest.first == UInt8(ascii: ":") else { throw .notAURL }
+                portBytes = rest.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
+            hostBytes = authority[..<colon]
+            portBytes = authority[(colon + 1)...]
+        }
+        guard !hostBytes.isEmpty else { throw .missingHost }
+        var port = defaultPort
+        if let portBytes, !portBytes.isEmpty {
+            guard portBytes.count <= 5, portBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let value = Int(String(decoding: portBytes, as: UTF8.self)), (1...65535).contains(value)
+            else { throw .invalidPort }
+            port = value
+        }
+        return (String(decoding: hostBytes, as: UTF8.self).lowercased(), port)
+    }
+}
