@@ -1,0 +1,21 @@
+import Glibc
+import ImgfsCore
+
+extension FilesystemError {
+    /// The errno the kernel is given for this error. docs/SEMANTICS.md holds the same table.
+    var errno: Int32 {
+        switch self {
+        case .notFound: ENOENT
+        case .accessDenied: EACCES
+        case .timedOut: ETIMEDOUT
+        case .ioFailure: EIO
+        case .readOnly: EROFS
+        case .notADirectory: ENOTDIR
+        case .isADirectory: EISDIR
+        case .nameTooLong: ENAMETOOLONG
+        case .invalidName: EINVAL
+        case .interrupted: EINTR
+        case .stale: ESTALE
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import CFuse
+import Foundation
+import ImgfsCore
+import Logging
+
+/// A mounted ImageFilesystem: creates the FUSE session, mounts it, serves it on a pool of threads until it is
+/// unmounted or signalled, and then unmounts.
+///
+/// Guarantees: after ``serve()`` returns, the mount point is unmounted and the session destroyed; SIGINT, SIGTERM and
+/// SIGHUP end the loop (they are unblocked and SIGINT reset to its default first, since libfuse only installs its
+/// handlers over SIG_DFL); `beforeUnmount` runs after the loop ends and before unmounting, while replies can still be
+/// sent.
+public final class FuseMount {
+    /// Why a mount could not be made.
+    public struct MountError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    private let operations: FuseOperations
+    private let session: OpaquePointer
+    private let mountPoint: String
+    private let logger: Logger
+    private let maxThreads: UInt32
+
+    /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
+    public init(filesystem: ImageFilesystem, mountPoint: String, options: [String], attributeTimeout: Double,
+                maxThreads: Int = 16, logger: Logger) throws {
+        self.operations = FuseOperations(filesystem: filesystem, attributeTimeout: attributeTimeout, logger: logger)
+        self.mountPoint = mountPoint
+        self.logger = logger
+        self.maxThreads = UInt32(maxThreads)
+        let arguments = ["imgfs", "-o", (["fsname=imgfs", "subtype=imgfs"] + options).joined(separator: ",")]
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
+        for (index, argument) in arguments.enumerated() { argv[index] = strdup(argument) }
+        argv[arguments.count] = nil
+        defer {
+            for index in 0..<arguments.count { free(argv[index]) }
+            argv.deallocate()
+        }
+        var args = fuse_args(argc: Int32(arguments.count), argv: argv, allocated: 0)
+        var table = FuseOperations.table()
+        let context = Unmanaged.passUnretained(operations).toOpaque()
+        guard let session = fuse_session_new(&args, &table, MemoryLayout<fuse_lowlevel_ops>.size, context) else {
+            fuse_opt_free_args(&args)
+            throw MountError(description: "invalid FUSE options: \(options.joined(separator: ","))")
+        }
+        fuse_opt_free_args(&args)
+        self.session = session
+        Self.prepareSignals()
+        guard fuse_set_signal_handlers(session) == 0 else {
+            fuse_session_destroy(session)
+            throw MountError(description: "cannot install signal handlers")
+        }
+        guard fuse_session_mount(session, mountPoint) == 0 else {
+            fuse_remove_signal_handlers(session)
+            fuse_session_destroy(session)
+            throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
+        }
+    }
+
+    /// Serves requests until the filesystem is unmounted or a termination signal arrives, then unmounts.
+    public func serve(beforeUnmount: () -> Void) {
+        let config = fuse_loop_cfg_create()
+        fuse_loop_cfg_set_max_threads(config, maxThreads)
+        fuse_loop_cfg_set_idle_threads(config, 4)
+        let result = fuse_session_loop_mt(session, config)
+        fuse_loop_cfg_destroy(config)
+        logger.info("leaving the request loop (\(result)); unmounting \(mountPoint)")
+        beforeUnmount()
+        fuse_session_unmount(session)
+        fuse_remove_signal_handlers(session)
+        fuse_session_destroy(session)
+    }
+
+    private static func prepareSignals() {
+        signal(SIGINT, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+}

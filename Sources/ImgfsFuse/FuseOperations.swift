@@ -1,0 +1,162 @@
+import CFuse
+import Foundation
+import ImgfsCore
+import Logging
+
+/// The low-level FUSE callbacks: each turns one kernel request into one ``ImageFilesystem`` call and its answer into
+/// exactly one reply. Nothing here decides what the filesystem means.
+final class FuseOperations: @unchecked Sendable {
+    let filesystem: ImageFilesystem
+    let logger: Logger
+    /// Seconds the kernel may keep attributes answered by getattr.
+    let attributeTimeout: Double
+
+    init(filesystem: ImageFilesystem, attributeTimeout: Double, logger: Logger) {
+        self.filesystem = filesystem
+        self.attributeTimeout = attributeTimeout
+        self.logger = logger
+    }
+
+    /// The operations table handed to `fuse_session_new`; unset entries answer ENOSYS (flush, access: the kernel then
+    /// stops asking).
+    static func table() -> fuse_lowlevel_ops {
+        var ops = fuse_lowlevel_ops()
+        ops.lookup = { req, parent, name in
+            let request = Request(raw: req!)
+            let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
+            switch context(req).filesystem.lookup(parent: UInt64(parent), name: bytes) {
+            case .success(let entry): request.reply(entry: entry)
+            case .failure(let error): request.fail(error)
+            }
+        }
+        ops.forget = { req, inode, count in
+            context(req).filesystem.forget(UInt64(inode), count: count)
+            fuse_reply_none(req)
+        }
+        ops.forget_multi = { req, count, forgets in
+            let filesystem = context(req).filesystem
+            for item in UnsafeBufferPointer(start: forgets, count: count) {
+                filesystem.forget(UInt64(item.ino), count: item.nlookup)
+            }
+            fuse_reply_none(req)
+        }
+        ops.getattr = { req, inode, _ in
+            let request = Request(raw: req!)
+            let timeout = context(req).attributeTimeout
+            context(req).filesystem.getattr(UInt64(inode)) { result in
+                switch result {
+                case .success(let attributes): request.reply(attributes: attributes, timeout: timeout)
+                case .failure(let error): request.fail(error)
+                }
+            }
+        }
+        ops.open = { req, inode, info in
+            let request = Request(raw: req!)
+            let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
+            let reply = OpenReply(info: info!.pointee)
+            context(req).filesystem.open(UInt64(inode), forWriting: forWriting) { result in
+                switch result {
+                case .success: reply.send(request)
+                case .failure(let error): request.fail(error)
+                }
+            }
+        }
+        ops.read = { req, inode, size, offset, _ in
+            let request = Request(raw: req!)
+            context(req).filesystem.read(UInt64(inode), offset: Int(offset), count: size) { result in
+                switch result {
+                case .success(let slice): request.reply(slice: slice)
+                case .failure(let error): request.fail(error)
+                }
+            }
+        }
+        ops.release = { req, _, _ in fuse_reply_err(req, 0) }
+        ops.opendir = { req, inode, info in
+            switch context(req).filesystem.openDirectory(UInt64(inode)) {
+            case .success(let handle):
+                info!.pointee.fh = handle
+                fuse_reply_open(req, info)
+            case .failure(let error): Request(raw: req!).fail(error)
+            }
+        }
+        ops.readdir = { req, _, size, offset, info in
+            DirectoryReply.send(Request(raw: req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
+                                capacity: size)
+        }
+        ops.releasedir = { req, _, info in
+            context(req).filesystem.closeDirectory(info!.pointee.fh)
+            fuse_reply_err(req, 0)
+        }
+        ops.statfs = { req, _ in
+            var info = statvfs()
+            info.f_bsize = 4096
+            info.f_frsize = 4096
+            info.f_namemax = 255
+            fuse_reply_statfs(req, &info)
+        }
+        installReadOnlyRefusals(&ops)
+        return ops
+    }
+
+    /// Every operation that would change something answers EROFS.
+    private static func installReadOnlyRefusals(_ ops: inout fuse_lowlevel_ops) {
+        ops.setattr = { req, _, _, _, _ in refuse(req) }
+        ops.mknod = { req, _, _, _, _ in refuse(req) }
+        ops.mkdir = { req, _, _, _ in refuse(req) }
+        ops.unlink = { req, _, _ in refuse(req) }
+        ops.rmdir = { req, _, _ in refuse(req) }
+        ops.symlink = { req, _, _, _ in refuse(req) }
+        ops.rename = { req, _, _, _, _, _ in refuse(req) }
+        ops.link = { req, _, _, _ in refuse(req) }
+        ops.write = { req, _, _, _, _, _ in refuse(req) }
+        ops.create = { req, _, _, _, _ in refuse(req) }
+        ops.setxattr = { req, _, _, _, _, _ in refuse(req) }
+        ops.removexattr = { req, _, _ in refuse(req) }
+    }
+
+}
+
+// C function pointers cannot capture anything, so these helpers are free functions.
+
+private func refuse(_ req: fuse_req_t?) {
+    Request(raw: req!).fail(.readOnly)
+}
+
+private func context(_ req: fuse_req_t?) -> FuseOperations {
+    Unmanaged<FuseOperations>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+}
+
+/// The answer to an open, kept until the file's size is known (the kernel's `fuse_file_info` lives only during the
+/// callback).
+private struct OpenReply: @unchecked Sendable {
+    var info: fuse_file_info
+
+    func send(_ request: Request) {
+        var info = info
+        // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not.
+        info.keep_cache = 1
+        fuse_reply_open(request.raw, &info)
+    }
+}
+
+/// Packs directory entries into a readdir answer.
+private enum DirectoryReply {
+    static func send(_ request: Request, entries: ArraySlice<DirectoryEntry>, capacity: Int) {
+        var buffer = [CChar](repeating: 0, count: capacity)
+        var used = 0
+        var position = entries.startIndex
+        buffer.withUnsafeMutableBufferPointer { pointer in
+            for entry in entries {
+                var status = Glibc.stat()
+                status.st_ino = UInt(entry.inode)
+                status.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
+                position += 1
+                let needed = fuse_add_direntry(request.raw, pointer.baseAddress! + used, capacity - used, entry.name,
+                                               &status, off_t(position))
+                if needed > capacity - used { break }
+                used += needed
+            }
+        }
+        fuse_reply_buf(request.raw, buffer, used)
+    }
+}

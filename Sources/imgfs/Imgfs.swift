@@ -1,0 +1,17 @@
+import ArgumentParser
+
+/// The `imgfs` command: mounts the filesystem and helps to name files in it.
+@main
+struct Imgfs: ParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        abstract: "A FUSE filesystem that turns image URLs into ordinary files.",
+        discussion: """
+            Mount it, then open <mount>/img/<percent-encoded-url>: the first read fetches the image, later reads \
+            are served from memory.
+            """,
+        version: version,
+        subcommands: [MountCommand.self, PathCommand.self]
+    )
+}

@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsCurl
+import ImgfsFuse
+import Logging
+
+/// `imgfs mount MOUNTPOINT`: wiring only; what each part guarantees is documented on its type.
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mount", abstract: "Mount imgfs on MOUNTPOINT.")
+
+    @Argument(help: "An existing, empty directory to mount on.")
+    var mountPoint: String
+
+    @Option(help: "Where imgfs keeps its files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs).")
+    var cacheDir: String?
+
+    @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
+    var foreground = false
+
+    @Option(name: .short, help: "FUSE mount options, comma separated (e.g. allow_other).")
+    var options: [String] = []
+
+    @Option(help: "Transfers running at once.")
+    var maxTransfers = 16
+
+    @Option(help: "Transfers running at once per host (scheme, host and port).")
+    var maxTransfersPerHost = 6
+
+    @Option(help: "Seconds to wait for a connection.")
+    var connectTimeout = 10.0
+
+    @Option(help: "Seconds a whole transfer may take.")
+    var timeout = 120.0
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard maxTransfers > 0, maxTransfersPerHost > 0 else { throw ValidationError("limits must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+    }
+
+    func run() throws {
+        let mountPath = try MountPoint.validated(mountPoint)
+        let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
+        try CacheDirectory.create(cacheDirectory)
+        if !foreground {
+            try Background.start(mountPoint: mountPath, logFile: cacheDirectory.appendingPathComponent("imgfs.log"))
+            return
+        }
+        Background.detachIfDaemon()
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            return handler
+        }
+        let logger = Logger(label: "imgfs")
+        var fetcherConfiguration = FetcherConfiguration()
+        fetcherConfiguration.maxTransfers = maxTransfers
+        fetcherConfiguration.maxTransfersPerHost = maxTransfersPerHost
+        fetcherConfiguration.connectTimeout = connectTimeout
+        fetcherConfiguration.totalTimeout = timeout
+        fetcherConfiguration.userAgent = "imgfs/\(Imgfs.version)"
+        let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
+        let coordinator = FetchCoordinator(fetcher: fetcher, logger: logger)
+        let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
+        let filesystemConfiguration = ImageFilesystem.Configuration()
+        let filesystem = ImageFilesystem(coordinator: coordinator, registry: registry,
+                                         configuration: filesystemConfiguration, logger: logger)
+        let mount: FuseMount
+        do {
+            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: options.flatMap { $0.split(separator: ",").map(String.init) },
+                                  attributeTimeout: filesystemConfiguration.attributeTimeout, logger: logger)
+        } catch {
+            fetcher.shutdown()
+            throw error
+        }
+        logger.notice("mounted on \(mountPath)", metadata: ["cache": "\(cacheDirectory.path)"])
+        mount.serve { fetcher.shutdown() }
+        logger.notice("unmounted \(mountPath)")
+    }
+}

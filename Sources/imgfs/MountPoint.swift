@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+
+/// Checks on mount points, the list of imgfs mounts, and registering long URLs with a mount.
+enum MountPoint {
+    /// The absolute path of `path` if it is an existing directory.
+    static func validated(_ path: String) throws -> String {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
+            throw ValidationError("mount point \(absolute) does not exist")
+        }
+        guard isDirectory.boolValue else { throw ValidationError("mount point \(absolute) is not a directory") }
+        return absolute
+    }
+
+    /// The mount points of the imgfs filesystems mounted now (from /proc/self/mountinfo).
+    static func imgfsMounts() -> [String] {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let halves = line.components(separatedBy: " - ")
+            guard halves.count == 2, halves[1].hasPrefix("fuse.imgfs ") else { return nil }
+            let fields = halves[0].split(separator: " ")
+            return fields.count > 4 ? unescape(String(fields[4])) : nil
+        }
+    }
+
+    /// Whether an imgfs filesystem is mounted at `path` now.
+    static func isMounted(_ path: String) -> Bool {
+        imgfsMounts().contains(path)
+    }
+
+    /// Teaches the mount at `mount` a long URL by looking up its chunked name one directory at a time (each step
+    /// is a short relative path, so no path limit applies).
+    static func register(chunks: [String], in mount: String) throws {
+        let manager = FileManager.default
+        let start = manager.currentDirectoryPath
+        defer { _ = manager.changeCurrentDirectoryPath(start) }
+        guard manager.changeCurrentDirectoryPath("\(mount)/\(ImagePath.imagesDirectory)/\(ImagePath.chunkDirectory)") else {
+            throw ValidationError("\(mount) is not an imgfs mount")
+        }
+        for chunk in chunks.dropLast() where !manager.changeCurrentDirectoryPath(chunk) {
+            throw ValidationError("the mount at \(mount) refused a chunk of the URL")
+        }
+        _ = manager.fileExists(atPath: chunks.last ?? "")
+    }
+
+    /// mountinfo escapes space, tab, newline and backslash as octal.
+    private static func unescape(_ field: String) -> String {
+        var out = ""
+        var rest = Substring(field)
+        while let slash = rest.firstIndex(of: "\\") {
+            out += rest[..<slash]
+            let code = rest[rest.index(after: slash)...].prefix(3)
+            if code.count == 3, let value = UInt8(code, radix: 8) {
+                out.append(Character(UnicodeScalar(value)))
+                rest = rest[rest.index(slash, offsetBy: 4)...]
+            } else {
+                out.append("\\")
+                rest = rest[rest.index(after: slash)...]
+            }
+        }
+        return out + rest
+    }
+}
