@@ -32,6 +32,7 @@ public enum NameCodec {
                 guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
                     throw .invalidPercentEscape(offset: offset)
                 }
+                if high == 0 && low == 0 { throw .forbiddenCharacter(0) }
                 out.append(high << 4 | low)
                 offset += 3
             } else {

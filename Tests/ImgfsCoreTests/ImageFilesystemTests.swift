@@ -1,0 +1,95 @@
+import ImgfsCore
+import Testing
+
+@Suite("Filesystem logic")
+struct ImageFilesystemTests {
+    private let fetcher = ManualFetcher()
+    private let filesystem: ImageFilesystem
+    private let registry = LongNameRegistry(directory: nil)
+
+    init() {
+        let coordinator = FetchCoordinator(fetcher: fetcher, logger: .init(label: "test"))
+        filesystem = ImageFilesystem(coordinator: coordinator, registry: registry, logger: .init(label: "test"))
+    }
+
+    private func lookupImage(_ url: String) -> Result<Entry, FilesystemError> {
+        filesystem.lookup(parent: InodeTable.imagesInode, name: Array(NameCodec.encode(url).utf8))
+    }
+
+    @Test("lookup starts the transfer and answers at once, with no attribute caching until the size is known")
+    func lookupNeverWaits() throws {
+        let entry = try lookupImage("http://127.0.0.1/a.png").get()
+        #expect(fetcher.transfers.count == 1)
+        #expect(entry.attributeTimeout == 0)
+        #expect(entry.attributes.permissions == 0o444)
+        let sizes = Replies<Int>()
+        filesystem.getattr(entry.attributes.inode) { sizes.record((try? $0.get())?.size ?? -1) }
+        #expect(sizes.all.isEmpty, "getattr waits for the header")
+        fetcher.respond(body: [1, 2, 3])
+        #expect(sizes.all == [3])
+        let again = try lookupImage("http://127.0.0.1/a.png").get()
+        #expect(again.attributes.inode == entry.attributes.inode)
+        #expect(again.attributes.size == 3 && again.attributeTimeout > 0)
+    }
+
+    @Test("bad names get their errors and fetch nothing")
+    func badNames() {
+        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array("hello".utf8)) == .failure(.notFound))
+        #expect(lookupImage("ftp://127.0.0.1/a.png") == .failure(.notFound))
+        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array("http%3G".utf8)) == .failure(.invalidName))
+        #expect(lookupImage("http://u:p@127.0.0.1/a.png") == .failure(.accessDenied))
+        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array(("~" + String(repeating: "0", count: 64)).utf8))
+            == .failure(.notFound))
+        #expect(filesystem.lookup(parent: InodeTable.rootInode, name: Array("other".utf8)) == .failure(.notFound))
+        #expect(fetcher.transfers.isEmpty)
+    }
+
+    @Test("a known failure answers lookups with its error; open fails with it too")
+    func failures() throws {
+        let entry = try lookupImage("http://127.0.0.1/gone.png").get()
+        let opens = Replies<FilesystemError?>()
+        filesystem.open(entry.attributes.inode, forWriting: false) { result in
+            if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
+        }
+        fetcher.transfers[0].observer.transferDidComplete(error: .httpStatus(403))
+        #expect(opens.all == [.accessDenied])
+        filesystem.open(entry.attributes.inode, forWriting: true) { result in
+            if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
+        }
+        #expect(opens.all == [.accessDenied, .readOnly])
+    }
+
+    @Test("chunked names resolve to the same inode as the plain name, and register the digest name")
+    func chunkedAndDigestNames() throws {
+        let long = try ImageURL("http://127.0.0.1/a.png?sig=" + String(repeating: "%", count: 400))
+        guard case .digest(let digest, let chunks) = ImagePath.form(for: long, mountPointLength: 3900) else {
+            Issue.record("expected a digest form")
+            return
+        }
+        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array(digest.utf8)) == .failure(.notFound))
+        var parent = try filesystem.lookup(parent: InodeTable.imagesInode, name: Array("+".utf8)).get().attributes.inode
+        for chunk in chunks.dropLast() {
+            let entry = try filesystem.lookup(parent: parent, name: Array(chunk.utf8)).get()
+            #expect(entry.attributes.kind == .directory)
+            parent = entry.attributes.inode
+        }
+        let file = try filesystem.lookup(parent: parent, name: Array(chunks.last!.utf8)).get()
+        #expect(file.attributes.kind == .file)
+        let byDigest = try filesystem.lookup(parent: InodeTable.imagesInode, name: Array(digest.utf8)).get()
+        #expect(byDigest.attributes.inode == file.attributes.inode)
+        #expect(try lookupImage(long.string).get().attributes.inode == file.attributes.inode)
+        #expect(fetcher.transfers.count == 1)
+    }
+
+    @Test("img/ lists completed images by the names that open them")
+    func listing() throws {
+        _ = try lookupImage("http://127.0.0.1/b.png").get()
+        _ = try lookupImage("http://127.0.0.1/pending.png").get()
+        fetcher.respond(0, body: [9])
+        let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
+        let names = filesystem.readDirectory(handle, from: 0).map(\.name)
+        #expect(names == [".", "..", NameCodec.encode("http://127.0.0.1/b.png")])
+        #expect(filesystem.readDirectory(handle, from: 2).map(\.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
+        filesystem.closeDirectory(handle)
+    }
+}
