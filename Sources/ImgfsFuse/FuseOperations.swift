@@ -10,6 +10,8 @@ final class FuseOperations: @unchecked Sendable {
     let logger: Logger
     /// Seconds the kernel may keep attributes answered by getattr.
     let attributeTimeout: Double
+    /// Requests answered later, which an interrupt may answer first.
+    let pending = PendingRequests()
 
     init(filesystem: ImageFilesystem, attributeTimeout: Double, logger: Logger) {
         self.filesystem = filesystem
@@ -41,9 +43,10 @@ final class FuseOperations: @unchecked Sendable {
             fuse_reply_none(req)
         }
         ops.getattr = { req, inode, _ in
-            let request = Request(raw: req!)
-            let timeout = context(req).attributeTimeout
-            context(req).filesystem.getattr(UInt64(inode)) { result in
+            let operations = context(req)
+            let ticket = operations.pending.track(Request(raw: req!))
+            operations.filesystem.getattr(UInt64(inode)) { [pending = operations.pending, timeout = operations.attributeTimeout] result in
+                guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let attributes): request.reply(attributes: attributes, timeout: timeout)
                 case .failure(let error): request.fail(error)
@@ -51,10 +54,12 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.open = { req, inode, info in
-            let request = Request(raw: req!)
+            let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(info: info!.pointee)
-            context(req).filesystem.open(UInt64(inode), forWriting: forWriting) { result in
+            let ticket = operations.pending.track(Request(raw: req!))
+            operations.filesystem.open(UInt64(inode), forWriting: forWriting) { [pending = operations.pending] result in
+                guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success: reply.send(request)
                 case .failure(let error): request.fail(error)
@@ -62,8 +67,10 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.read = { req, inode, size, offset, _ in
-            let request = Request(raw: req!)
-            context(req).filesystem.read(UInt64(inode), offset: Int(offset), count: size) { result in
+            let operations = context(req)
+            let ticket = operations.pending.track(Request(raw: req!))
+            operations.filesystem.read(UInt64(inode), offset: Int(offset), count: size) { [pending = operations.pending] result in
+                guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let slice): request.reply(slice: slice)
                 case .failure(let error): request.fail(error)

@@ -1,0 +1,48 @@
+import CFuse
+import Synchronization
+
+/// Requests that wait for the network, so that an interrupt (a reader hit by Ctrl-C or killed) is answered with
+/// EINTR at once instead of when the origin answers.
+///
+/// Guarantees: each tracked request is answered exactly once, either by the code that finishes it (which gets the
+/// request back from ``finish(_:)``) or by the interrupt; the interrupt callback is registered without any lock held,
+/// since libfuse may call it inside the registering call.
+final class PendingRequests: @unchecked Sendable {
+    private struct Table {
+        var next: UInt = 1
+        var live: [UInt: Request] = [:]
+    }
+
+    private let table = Mutex(Table())
+
+    /// Starts tracking `request`; returns the ticket to hand to ``finish(_:)``.
+    func track(_ request: Request) -> UInt {
+        let ticket = table.withLock { table in
+            let ticket = table.next
+            table.next += 1
+            table.live[ticket] = request
+            return ticket
+        }
+        fuse_req_interrupt_func(request.raw, pendingRequestInterrupted, UnsafeMutableRawPointer(bitPattern: ticket))
+        return ticket
+    }
+
+    /// The request to answer, or nil when an interrupt has answered it already.
+    func finish(_ ticket: UInt) -> Request? {
+        table.withLock { $0.live.removeValue(forKey: ticket) }
+    }
+
+    /// Answers the request with EINTR unless it was answered already.
+    func interrupt(_ ticket: UInt) {
+        finish(ticket)?.fail(.interrupted)
+    }
+
+    /// How many requests wait now.
+    var count: Int { table.withLock { $0.live.count } }
+}
+
+private func pendingRequestInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    let operations = Unmanaged<FuseOperations>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+    operations.pending.interrupt(UInt(bitPattern: data))
+}

@@ -1,0 +1,82 @@
+import Foundation
+import ImgfsCore
+import ImgfsTestSupport
+
+/// The real imgfs binary mounted in the foreground on a fresh temporary directory, with its own cache directory.
+///
+/// `stop()` unmounts (fusermount3 -u), waits for the daemon to exit and removes the directory; it kills the daemon
+/// by PID and lazily unmounts if it does not exit. Tests call it in a `defer`, so a failing test cleans up too.
+final class MountedImgfs: @unchecked Sendable {
+    struct StartFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let root: String
+    let mountPoint: String
+    let cacheDirectory: String
+    let logPath: String
+    let process: ChildProcess
+    private var stopped = false
+
+    /// The imgfs binary: $IMGFS_BINARY, else the debug build of this package.
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["IMGFS_BINARY"] { return path }
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        return package.appendingPathComponent(".build/debug/imgfs").path
+    }
+
+    init(arguments: [String] = [], cacheDirectory: String? = nil) throws {
+        root = try Self.makeTemporaryDirectory()
+        mountPoint = "\(root)/mnt"
+        self.cacheDirectory = cacheDirectory ?? "\(root)/cache"
+        logPath = "\(root)/imgfs.log"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        process = try ChildProcess.spawn(Self.binary, ["mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
+                                                       "--log-level", "debug"] + arguments, outputPath: logPath)
+        let deadline = Date().addingTimeInterval(15)
+        while !isMounted {
+            guard process.isRunning, Date() < deadline else {
+                stop()
+                throw StartFailure(description: "imgfs did not mount; log:\n\(log)")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    deinit { stop() }
+
+    /// Whether the mount point is an imgfs mount now.
+    var isMounted: Bool {
+        let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        return table.split(separator: "\n").contains { $0.contains(" \(mountPoint) ") && $0.contains(" fuse.imgfs ") }
+    }
+
+    /// The daemon's log so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The full path of the plain name of `url`.
+    func path(_ url: String) -> String { "\(mountPoint)/img/\(NameCodec.encode(url))" }
+
+    /// Unmounts and waits for the daemon; returns its exit status (nil if it had to be killed).
+    @discardableResult
+    func stop() -> Int32? {
+        guard !stopped else { return nil }
+        stopped = true
+        var status: Int32? = nil
+        if isMounted { _ = try? ChildProcess.run("/usr/bin/fusermount3", ["-u", mountPoint], timeout: 10) }
+        status = process.wait(timeout: 10)
+        if status == nil {
+            process.kill9AndReap()
+            _ = try? ChildProcess.run("/usr/bin/fusermount3", ["-u", "-z", mountPoint], timeout: 10)
+        }
+        try? FileManager.default.removeItem(atPath: root)
+        return status
+    }
+
+    private static func makeTemporaryDirectory() throws -> String {
+        let path = "/tmp/imgfs-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Issue 2 through a real mount of the built binary, against a real HTTP origin on 127.0.0.1.
+@Suite("Mount and serve", .serialized, .enabled(if: FuseAvailability.available))
+struct MountAndServeTests {
+    @Test("cat gives the exact bytes of small and multi-MiB PNG and JPEG images; ls -l shows Content-Length")
+    func exactBytes() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images: [(String, [UInt8], String)] = try [
+            ("/icon.png", Fixtures.smallPNGs(1)[0], "image/png"),
+            ("/photo.jpg", Fixtures.mediumJPEG(), "image/jpeg"),
+            ("/wallpaper.jpg", Fixtures.largeJPEG(), "image/jpeg"),
+            ("/wallpaper.png", Fixtures.largePNG(), "image/png"),
+        ]
+        for (path, body, type) in images { origin.route(path, .ok(body, contentType: type)) }
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        for (path, body, _) in images {
+            let file = mount.path(origin.baseURL + path)
+            let cat = try ChildProcess.run("/bin/sh", ["-c", "cat '\(file)' | sha256sum"])
+            #expect(cat.status == 0)
+            #expect(cat.output.hasPrefix(Fixtures.sha256(body)), "\(path) through cat")
+            let listing = try ChildProcess.run("/bin/ls", ["-l", file])
+            #expect(listing.output.split(separator: " ")[4] == "\(body.count)", "ls -l size of \(path)")
+            #expect(origin.requestCount(path) == 1, "\(path) fetched once, then served from memory")
+        }
+        #expect(images[2].1.count > 2 << 20, "a multi-MiB image was among them")
+    }
+
+    @Test("stat shows the true size of a cold file before any read")
+    func statOfColdFile() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largePNG()
+        origin.route("/cold.png", .ok(image, contentType: "image/png"))
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        #expect(PosixFile.size(mount.path(origin.baseURL + "/cold.png")) == .success(image.count))
+    }
+
+    @Test("32 programs reading one cold URL at once cause exactly one request")
+    func dedup() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largeJPEG()
+        var response = OriginResponse.ok(image, contentType: "image/jpeg")
+        response.headerDelay = 0.5
+        origin.route("/shared.jpg", response)
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let file = mount.path(origin.baseURL + "/shared.jpg")
+        let readers = try (0..<32).map { index in
+            try ChildProcess.spawn("/bin/sh", ["-c", "sha256sum '\(file)' > '\(mount.root)/sum\(index)'"])
+        }
+        let statuses = readers.map { $0.wait(timeout: 60) }
+        #expect(statuses.allSatisfy { $0 == 0 })
+        for index in 0..<32 {
+            let sum = (try? String(contentsOfFile: "\(mount.root)/sum\(index)", encoding: .utf8)) ?? ""
+            #expect(sum.hasPrefix(Fixtures.sha256(image)), "reader \(index)")
+        }
+        #expect(origin.requestCount("/shared.jpg") == 1)
+        #expect(origin.bodyBytesSent("/shared.jpg") == image.count)
+    }
+
+    @Test("200 concurrent cold reads of different slow URLs all complete with the right bytes")
+    func manySlowURLs() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let icons = try Fixtures.smallPNGs(20)
+        origin.route(prefix: "/slow/") { request in
+            let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
+            var response = OriginResponse.ok(icons[index % icons.count], contentType: "image/png")
+            response.headerDelay = 0.2
+            return response
+        }
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let results = ParallelThreads.run(200) { index in
+            PosixFile.read(mount.path("\(origin.baseURL)/slow/\(index)"))
+        }
+        for (index, result) in results.enumerated() {
+            #expect(result == .success(icons[index % icons.count]), "reader \(index)")
+        }
+        #expect(origin.totalRequests == 200)
+    }
+
+    @Test("while 20 opens wait on an origin that holds its headers, another URL's stat and cat finish at once")
+    func slowOriginDoesNotStallOthers() throws {
+        let slow = try TestOrigin()
+        let fast = try TestOrigin()
+        defer {
+            slow.stop()
+            fast.stop()
+        }
+        let icon = try Fixtures.smallPNGs(1)[0]
+        slow.route(prefix: "/held/") { _ in
+            var response = OriginResponse.ok(icon, contentType: "image/png")
+            response.headerDelay = 10
+            return response
+        }
+        fast.route("/quick.png", .ok(icon, contentType: "image/png"))
+        let mount = try MountedImgfs(arguments: ["--timeout", "30"])
+        defer { mount.stop() }
+        let held = try (0..<20).map { index in
+            try ChildProcess.spawn("/bin/cat", [mount.path("\(slow.baseURL)/held/\(index)")])
+        }
+        defer { held.forEach { $0.kill9AndReap() } }
+        Thread.sleep(forTimeInterval: 0.5)
+        let quick = mount.path(fast.baseURL + "/quick.png")
+        let start = Date()
+        #expect(PosixFile.size(quick) == .success(icon.count))
+        let cat = try ChildProcess.run("/bin/sh", ["-c", "cat '\(quick)' | sha256sum"])
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(cat.output.hasPrefix(Fixtures.sha256(icon)))
+        #expect(elapsed < 0.5, "stat and cat took \(elapsed) s")
+        #expect(held.allSatisfy { $0.isRunning }, "the 20 opens are still waiting on the slow origin")
+    }
+
+    @Test("a throttled large response hands its first 64 KiB to a reader long before the body ends")
+    func streaming() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largeJPEG()
+        var response = OriginResponse.ok(image, contentType: "image/jpeg")
+        response.bytesPerSecond = 512 * 1024
+        origin.route("/drip.jpg", response)
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let whole = Double(image.count) / Double(512 * 1024)
+        let prefix = try #require(PosixFile.readPrefix(mount.path(origin.baseURL + "/drip.jpg"), count: 64 * 1024))
+        #expect(prefix.bytes == Array(image.prefix(64 * 1024)))
+        #expect(prefix.seconds < 1.5, "first 64 KiB after \(prefix.seconds) s of a \(whole) s body")
+    }
+
+    @Test("HTTP errors and bad names become errno: 404 ENOENT, 403 EACCES, 500 EIO, timeout ETIMEDOUT, bad escape EINVAL")
+    func errors() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route("/forbidden.png", .status(403))
+        origin.route("/broken.png", .status(500))
+        var stuck = OriginResponse.ok([1, 2, 3], contentType: "image/png")
+        stuck.headerDelay = 5
+        origin.route("/stuck.png", stuck)
+        let mount = try MountedImgfs(arguments: ["--timeout", "1"])
+        defer { mount.stop() }
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/missing.png")) == .failure(Errno(ENOENT)))
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/forbidden.png")) == .failure(Errno(EACCES)))
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/broken.png")) == .failure(Errno(EIO)))
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/stuck.png")) == .failure(Errno(ETIMEDOUT)))
+        #expect(PosixFile.read("\(mount.mountPoint)/img/not-a-url") == .failure(Errno(ENOENT)))
+        #expect(PosixFile.read(mount.path("ftp://127.0.0.1/x.png")) == .failure(Errno(ENOENT)))
+        #expect(PosixFile.read("\(mount.mountPoint)/img/http%3A%2F%2F127.0.0.1%2Fa%zz") == .failure(Errno(EINVAL)))
+        #expect(origin.requestCount("/missing.png") == 1)
+        #expect(mount.log.contains("HTTP 404 Not Found") && mount.log.contains("/missing.png"), "the failure is logged with its URL")
+    }
+
+    @Test("writes, creates, mkdir and rename are refused with EROFS; files are 0444 and directories 0555")
+    func readOnly() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let icon = try Fixtures.smallPNGs(1)[0]
+        origin.route("/a.png", .ok(icon, contentType: "image/png"))
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let file = mount.path(origin.baseURL + "/a.png")
+        #expect(PosixFile.read(file) == .success(icon))
+        #expect(PosixFile.openError(file, flags: O_WRONLY) == EROFS)
+        #expect(PosixFile.openError(file, flags: O_RDWR) == EROFS)
+        #expect(PosixFile.openError("\(mount.mountPoint)/img/new.png", flags: O_WRONLY | O_CREAT) == EROFS)
+        #expect(mkdir("\(mount.mountPoint)/img/dir", 0o755) == -1 && errno == EROFS)
+        #expect(rename(file, "\(mount.mountPoint)/img/other") == -1 && errno == EROFS)
+        var status = stat()
+        #expect(stat(file, &status) == 0 && status.st_mode & 0o7777 == 0o444)
+        #expect(stat("\(mount.mountPoint)/img", &status) == 0 && status.st_mode & 0o7777 == 0o555)
+    }
+
+    @Test("long URLs work through the chunked and digest forms that imgfs path prints")
+    func longURLs() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let icon = try Fixtures.smallPNGs(1)[0]
+        origin.route(prefix: "/signed.png", { _ in .ok(icon, contentType: "image/png") })
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        for length in [1_200, 3_000, 8_192] {
+            let stem = "\(origin.baseURL)/signed.png?sig="
+            let url = stem + String(repeating: "Zq-_~.%2F", count: 1000).prefix(length - stem.utf8.count)
+            let printed = try ChildProcess.run(MountedImgfs.binary, ["path", "--mount", mount.mountPoint, url])
+            #expect(printed.status == 0, "\(printed.output)")
+            let path = printed.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(path.utf8.count < 4096)
+            #expect(path.split(separator: "/").allSatisfy { $0.utf8.count <= 255 })
+            let cat = try ChildProcess.run("/bin/sh", ["-c", "cat '\(path)' | sha256sum"])
+            #expect(cat.output.hasPrefix(Fixtures.sha256(icon)), "URL of \(length) bytes via \(path.prefix(80))…")
+        }
+        let relative = try ChildProcess.run(MountedImgfs.binary, ["path", "\(origin.baseURL)/a.png"])
+        #expect(relative.output == "img/\(NameCodec.encode("\(origin.baseURL)/a.png"))\n")
+    }
+
+    @Test("SIGTERM unmounts and the daemon exits 0; so does fusermount3 -u")
+    func shutdown() throws {
+        let first = try MountedImgfs()
+        first.process.signal(SIGTERM)
+        #expect(first.process.wait(timeout: 10) == 0)
+        #expect(!first.isMounted)
+        first.stop()
+        let second = try MountedImgfs()
+        #expect(second.stop() == 0)
+        #expect(!second.isMounted)
+    }
+}
