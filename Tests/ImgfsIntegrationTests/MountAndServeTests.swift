@@ -121,6 +121,25 @@ struct MountAndServeTests {
         #expect(held.allSatisfy { $0.isRunning }, "the 20 opens are still waiting on the slow origin")
     }
 
+    @Test("a reader hit by Ctrl-C while its open waits on the origin ends at once")
+    func interruptedReader() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        var held = OriginResponse.ok([0x89, 0x50, 0x4e, 0x47], contentType: "image/png")
+        held.headerDelay = 10
+        origin.route("/held.png", held)
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let reader = try ChildProcess.spawn("/bin/cat", [mount.path(origin.baseURL + "/held.png")])
+        defer { reader.kill9AndReap() }
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(reader.isRunning)
+        let start = Date()
+        reader.signal(SIGINT)
+        #expect(reader.wait(timeout: 5) == 128 + SIGINT)
+        #expect(Date().timeIntervalSince(start) < 1, "the interrupted open was answered at once")
+    }
+
     @Test("a throttled large response hands its first 64 KiB to a reader long before the body ends")
     func streaming() throws {
         let origin = try TestOrigin()
