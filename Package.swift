@@ -4,6 +4,7 @@
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
+//   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim
 //   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
 import PackageDescription
 
@@ -24,15 +25,17 @@ let package = Package(
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "CCurlShims", "CCurl"]),
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse"]),
+        .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse",
+                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
         .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore"]),
+        .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
