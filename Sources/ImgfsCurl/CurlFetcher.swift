@@ -39,8 +39,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         thread.start()
     }
 
-    public func start(_ url: ImageURL, observer: any TransferObserving) -> any TransferHandle {
-        guard let transfer = CurlTransfer(url: url, observer: observer, configuration: configuration) else {
+    public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
+        guard let transfer = CurlTransfer(request: request, observer: observer, configuration: configuration) else {
             observer.transferDidComplete(error: .transport("curl_easy_init failed"))
             return CurlTransferHandle(fetcher: nil, id: ObjectIdentifier(observer))
         }

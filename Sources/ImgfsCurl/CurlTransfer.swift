@@ -7,7 +7,8 @@ import ImgfsCore
 /// Guarantees: the observer sees the head of the final 2xx response before any body byte, body bytes in order, and
 /// exactly one completion (``complete(_:)`` is idempotent). A final non-2xx response is aborted at its header.
 final class CurlTransfer: @unchecked Sendable {
-    let url: ImageURL
+    let request: FetchRequest
+    var url: ImageURL { request.url }
     let observer: any TransferObserving
     let easy: UnsafeMutableRawPointer
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -17,10 +18,11 @@ final class CurlTransfer: @unchecked Sendable {
     private var rejectedStatus: Int?
     private var received = 0
     private var completed = false
+    private var headerList: UnsafeMutablePointer<curl_slist>?
 
-    init?(url: ImageURL, observer: any TransferObserving, configuration: FetcherConfiguration) {
+    init?(request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration) {
         guard let easy = curl_easy_init() else { return nil }
-        self.url = url
+        self.request = request
         self.observer = observer
         self.easy = easy
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -29,6 +31,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit {
         curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
 
@@ -53,6 +56,11 @@ final class CurlTransfer: @unchecked Sendable {
             // HTTP/1.1 origin it would hold new transfers back until the first response).
             imgfs_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         }
+        var headers = ["Accept: image/avif,image/webp,image/apng,image/*;q=0.9,*/*;q=0.5"]
+        if let etag = request.etag { headers.append("If-None-Match: \(etag)") }
+        if let lastModified = request.lastModified { headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))") }
+        for header in headers { headerList = curl_slist_append(headerList, header) }
+        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         imgfs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteCallback)
@@ -80,7 +88,7 @@ final class CurlTransfer: @unchecked Sendable {
         switch head.status {
         case 100..<200: return true
         case 300..<400 where sawLocation: return true
-        case 200..<300:
+        case 200..<300, 304 where request.isConditional:
             headDelivered = true
             observer.transferDidReceive(head: head)
             return true

@@ -21,11 +21,12 @@ public final class FuseMount {
     private let mountPoint: String
     private let logger: Logger
     private let maxThreads: UInt32
+    private var notifier: SessionNotifier?
 
     /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
-    public init(filesystem: ImageFilesystem, mountPoint: String, options: [String], attributeTimeout: Double,
-                maxThreads: Int = 16, logger: Logger) throws {
-        self.operations = FuseOperations(filesystem: filesystem, attributeTimeout: attributeTimeout, logger: logger)
+    public init(filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
+                logger: Logger) throws {
+        self.operations = FuseOperations(filesystem: filesystem, logger: logger)
         self.mountPoint = mountPoint
         self.logger = logger
         self.maxThreads = UInt32(maxThreads)
@@ -56,6 +57,9 @@ public final class FuseMount {
             fuse_session_destroy(session)
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
         }
+        let notifier = SessionNotifier(session: session)
+        filesystem.onInvalidate { inode in notifier.invalidate(inode) }
+        self.notifier = notifier
     }
 
     /// Serves requests until the filesystem is unmounted or a termination signal arrives, then unmounts.
@@ -67,6 +71,7 @@ public final class FuseMount {
         fuse_loop_cfg_destroy(config)
         logger.info("leaving the request loop (\(result)); unmounting \(mountPoint)")
         beforeUnmount()
+        notifier?.close()
         fuse_session_unmount(session)
         fuse_remove_signal_handlers(session)
         fuse_session_destroy(session)
@@ -78,5 +83,30 @@ public final class FuseMount {
         sigemptyset(&set)
         for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, signal) }
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+}
+
+/// Sends invalidation notices to the kernel from non-FUSE threads, until the session closes.
+private final class SessionNotifier: @unchecked Sendable {
+    private let session: OpaquePointer
+    private let lock = NSLock()
+    private var open = true
+
+    init(session: OpaquePointer) {
+        self.session = session
+    }
+
+    /// Drops the kernel's cached pages and attributes of `inode`.
+    func invalidate(_ inode: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard open else { return }
+        fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+    }
+
+    func close() {
+        lock.lock()
+        open = false
+        lock.unlock()
     }
 }

@@ -8,14 +8,11 @@ import Logging
 final class FuseOperations: @unchecked Sendable {
     let filesystem: ImageFilesystem
     let logger: Logger
-    /// Seconds the kernel may keep attributes answered by getattr.
-    let attributeTimeout: Double
     /// Requests answered later, which an interrupt may answer first.
     let pending = PendingRequests()
 
-    init(filesystem: ImageFilesystem, attributeTimeout: Double, logger: Logger) {
+    init(filesystem: ImageFilesystem, logger: Logger) {
         self.filesystem = filesystem
-        self.attributeTimeout = attributeTimeout
         self.logger = logger
     }
 
@@ -45,10 +42,10 @@ final class FuseOperations: @unchecked Sendable {
         ops.getattr = { req, inode, _ in
             let operations = context(req)
             let ticket = operations.pending.track(Request(raw: req!))
-            operations.filesystem.getattr(UInt64(inode)) { [pending = operations.pending, timeout = operations.attributeTimeout] result in
+            operations.filesystem.getattr(UInt64(inode)) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
-                case .success(let attributes): request.reply(attributes: attributes, timeout: timeout)
+                case .success(let entry): request.reply(attributes: entry.attributes, timeout: entry.attributeTimeout)
                 case .failure(let error): request.fail(error)
                 }
             }
@@ -61,15 +58,16 @@ final class FuseOperations: @unchecked Sendable {
             operations.filesystem.open(UInt64(inode), forWriting: forWriting) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
-                case .success: reply.send(request)
+                case .success(let file): reply.send(request, file)
                 case .failure(let error): request.fail(error)
                 }
             }
         }
-        ops.read = { req, inode, size, offset, _ in
+        ops.read = { req, inode, size, offset, info in
             let operations = context(req)
+            let handle = info!.pointee.fh
             let ticket = operations.pending.track(Request(raw: req!))
-            operations.filesystem.read(UInt64(inode), offset: Int(offset), count: size) { [pending = operations.pending] result in
+            operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let slice): request.reply(slice: slice)
@@ -77,7 +75,17 @@ final class FuseOperations: @unchecked Sendable {
                 }
             }
         }
-        ops.release = { req, _, _ in fuse_reply_err(req, 0) }
+        ops.release = { req, _, info in
+            context(req).filesystem.release(info!.pointee.fh)
+            fuse_reply_err(req, 0)
+        }
+        ops.unlink = { req, parent, name in
+            let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
+            switch context(req).filesystem.unlink(parent: UInt64(parent), name: bytes) {
+            case .success: fuse_reply_err(req, 0)
+            case .failure(let error): Request(raw: req!).fail(error)
+            }
+        }
         ops.opendir = { req, inode, info in
             switch context(req).filesystem.openDirectory(UInt64(inode)) {
             case .success(let handle):
@@ -105,12 +113,11 @@ final class FuseOperations: @unchecked Sendable {
         return ops
     }
 
-    /// Every operation that would change something answers EROFS.
+    /// Every operation that would change something answers EROFS (unlink, which evicts, is the exception).
     private static func installReadOnlyRefusals(_ ops: inout fuse_lowlevel_ops) {
         ops.setattr = { req, _, _, _, _ in refuse(req) }
         ops.mknod = { req, _, _, _, _ in refuse(req) }
         ops.mkdir = { req, _, _, _ in refuse(req) }
-        ops.unlink = { req, _, _ in refuse(req) }
         ops.rmdir = { req, _, _ in refuse(req) }
         ops.symlink = { req, _, _, _ in refuse(req) }
         ops.rename = { req, _, _, _, _, _ in refuse(req) }
@@ -138,28 +145,32 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
 
-    func send(_ request: Request) {
+    func send(_ request: Request, _ file: ImageFilesystem.OpenFile) {
         var info = info
-        // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not.
-        info.keep_cache = 1
+        info.fh = file.handle
+        if file.directIO {
+            info.direct_io = 1
+        } else {
+            // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and
+            // a refresh with other bytes invalidates them explicitly.
+            info.keep_cache = 1
+        }
         fuse_reply_open(request.raw, &info)
     }
 }
 
 /// Packs directory entries into a readdir answer.
 private enum DirectoryReply {
-    static func send(_ request: Request, entries: ArraySlice<DirectoryEntry>, capacity: Int) {
+    static func send(_ request: Request, entries: [(entry: DirectoryEntry, next: Int)], capacity: Int) {
         var buffer = [CChar](repeating: 0, count: capacity)
         var used = 0
-        var position = entries.startIndex
         buffer.withUnsafeMutableBufferPointer { pointer in
-            for entry in entries {
+            for (entry, next) in entries {
                 var status = Glibc.stat()
                 status.st_ino = UInt(entry.inode)
                 status.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
-                position += 1
                 let needed = fuse_add_direntry(request.raw, pointer.baseAddress! + used, capacity - used, entry.name,
-                                               &status, off_t(position))
+                                               &status, off_t(next))
                 if needed > capacity - used { break }
                 used += needed
             }

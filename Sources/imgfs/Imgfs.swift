@@ -12,6 +12,6 @@ struct Imgfs: ParsableCommand {
             are served from memory.
             """,
         version: version,
-        subcommands: [MountCommand.self, PathCommand.self]
+        subcommands: [MountCommand.self, PathCommand.self, StatsCommand.self, PurgeCommand.self]
     )
 }

@@ -3,6 +3,7 @@ import Foundation
 import ImgfsCore
 import ImgfsCurl
 import ImgfsFuse
+import ImgfsSystem
 import Logging
 
 /// `imgfs mount MOUNTPOINT`: wiring only; what each part guarantees is documented on its type.
@@ -12,7 +13,7 @@ struct MountCommand: ParsableCommand {
     @Argument(help: "An existing, empty directory to mount on.")
     var mountPoint: String
 
-    @Option(help: "Where imgfs keeps its files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs).")
+    @Option(help: "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs).")
     var cacheDir: String?
 
     @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
@@ -33,6 +34,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Seconds a whole transfer may take.")
     var timeout = 120.0
 
+    @OptionGroup(title: "Caching")
+    var cache: CacheOptions
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -50,34 +54,52 @@ struct MountCommand: ParsableCommand {
             return
         }
         Background.detachIfDaemon()
+        PurgeSignal.blockInThisAndNewThreads()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             return handler
         }
         let logger = Logger(label: "imgfs")
-        var fetcherConfiguration = FetcherConfiguration()
-        fetcherConfiguration.maxTransfers = maxTransfers
-        fetcherConfiguration.maxTransfersPerHost = maxTransfersPerHost
-        fetcherConfiguration.connectTimeout = connectTimeout
-        fetcherConfiguration.totalTimeout = timeout
-        fetcherConfiguration.userAgent = "imgfs/\(Imgfs.version)"
-        let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
-        let coordinator = FetchCoordinator(fetcher: fetcher, logger: logger)
+        let fetcher = CurlFetcher(configuration: fetcherConfiguration(), logger: logger)
+        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
+                                         disk: try openDiskCache(in: cacheDirectory, logger: logger),
+                                         configuration: try cache.repositoryConfiguration(), logger: logger)
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
-        let filesystemConfiguration = ImageFilesystem.Configuration()
-        let filesystem = ImageFilesystem(coordinator: coordinator, registry: registry,
-                                         configuration: filesystemConfiguration, logger: logger)
+        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
+        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
+        pressure.start { reason in
+            repository.purgeMemory(reason: reason)
+            Allocator.trim()
+        }
         let mount: FuseMount
         do {
-            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: options.flatMap { $0.split(separator: ",").map(String.init) },
-                                  attributeTimeout: filesystemConfiguration.attributeTimeout, logger: logger)
+            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath,
+                                  options: options.flatMap { $0.split(separator: ",").map(String.init) }, logger: logger)
         } catch {
+            pressure.stop()
             fetcher.shutdown()
             throw error
         }
         logger.notice("mounted on \(mountPath)", metadata: ["cache": "\(cacheDirectory.path)"])
-        mount.serve { fetcher.shutdown() }
+        mount.serve {
+            pressure.stop()
+            fetcher.shutdown()
+        }
         logger.notice("unmounted \(mountPath)")
+    }
+
+    private func fetcherConfiguration() -> FetcherConfiguration {
+        var configuration = FetcherConfiguration()
+        configuration.maxTransfers = maxTransfers
+        configuration.maxTransfersPerHost = maxTransfersPerHost
+        configuration.connectTimeout = connectTimeout
+        configuration.totalTimeout = timeout
+        configuration.userAgent = "imgfs/\(Imgfs.version)"
+        return configuration
+    }
+
+    private func openDiskCache(in directory: URL, logger: Logger) throws -> (any DiskCaching)? {
+        nil
     }
 }

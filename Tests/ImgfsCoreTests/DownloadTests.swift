@@ -67,38 +67,3 @@ struct DownloadTests {
     }
 }
 
-@Suite("Fetch coordinator")
-struct FetchCoordinatorTests {
-    @Test("32 concurrent callers of one URL share one transfer")
-    func dedup() async throws {
-        let fetcher = ManualFetcher()
-        let coordinator = FetchCoordinator(fetcher: fetcher, logger: .init(label: "test"))
-        let url = try ImageURL("http://127.0.0.1/one.png")
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<32 { group.addTask { _ = coordinator.download(for: url) } }
-        }
-        #expect(fetcher.transfers.count == 1)
-        #expect(coordinator.counters.started == 1)
-        #expect(coordinator.counters.joined == 31)
-        _ = coordinator.download(for: try ImageURL("http://127.0.0.1/one.png#.png"))
-        #expect(fetcher.transfers.count == 1, "a fragment is not part of the request")
-    }
-
-    @Test("a 404 is remembered; a transient failure only briefly")
-    func failureMemory() throws {
-        let fetcher = ManualFetcher()
-        let coordinator = FetchCoordinator(fetcher: fetcher, failureMemory: .init(permanent: .seconds(60), transient: .zero),
-                                           logger: .init(label: "test"))
-        let missing = try ImageURL("http://127.0.0.1/missing.png")
-        _ = coordinator.download(for: missing)
-        fetcher.transfers[0].observer.transferDidComplete(error: .httpStatus(404))
-        _ = coordinator.download(for: missing)
-        #expect(fetcher.transfers.count == 1)
-        let flaky = try ImageURL("http://127.0.0.1/flaky.png")
-        _ = coordinator.download(for: flaky)
-        fetcher.transfers[1].observer.transferDidComplete(error: .httpStatus(503))
-        _ = coordinator.download(for: flaky)
-        #expect(fetcher.transfers.count == 3)
-        #expect(coordinator.counters.failed == 2)
-    }
-}

@@ -8,8 +8,9 @@ struct ImageFilesystemTests {
     private let registry = LongNameRegistry(directory: nil)
 
     init() {
-        let coordinator = FetchCoordinator(fetcher: fetcher, logger: .init(label: "test"))
-        filesystem = ImageFilesystem(coordinator: coordinator, registry: registry, logger: .init(label: "test"))
+        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+                                         configuration: .init(), logger: .init(label: "test"))
+        filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
     }
 
     private func lookupImage(_ url: String) -> Result<Entry, FilesystemError> {
@@ -23,7 +24,7 @@ struct ImageFilesystemTests {
         #expect(entry.attributeTimeout == 0)
         #expect(entry.attributes.permissions == 0o444)
         let sizes = Replies<Int>()
-        filesystem.getattr(entry.attributes.inode) { sizes.record((try? $0.get())?.size ?? -1) }
+        filesystem.getattr(entry.attributes.inode) { sizes.record((try? $0.get())?.attributes.size ?? -1) }
         #expect(sizes.all.isEmpty, "getattr waits for the header")
         fetcher.respond(body: [1, 2, 3])
         #expect(sizes.all == [3])
@@ -87,9 +88,9 @@ struct ImageFilesystemTests {
         _ = try lookupImage("http://127.0.0.1/pending.png").get()
         fetcher.respond(0, body: [9])
         let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
-        let names = filesystem.readDirectory(handle, from: 0).map(\.name)
+        let names = filesystem.readDirectory(handle, from: 0).map(\.entry.name)
         #expect(names == [".", "..", NameCodec.encode("http://127.0.0.1/b.png")])
-        #expect(filesystem.readDirectory(handle, from: 2).map(\.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
+        #expect(filesystem.readDirectory(handle, from: 2).map(\.entry.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
         filesystem.closeDirectory(handle)
     }
 }

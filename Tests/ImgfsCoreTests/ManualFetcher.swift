@@ -4,15 +4,16 @@ import Synchronization
 /// A fake ImageFetching that starts nothing: tests drive each transfer's observer by hand.
 final class ManualFetcher: ImageFetching, @unchecked Sendable {
     struct Started {
-        let url: ImageURL
+        let request: FetchRequest
         let observer: any TransferObserving
+        var url: ImageURL { request.url }
     }
 
     private let started = Mutex<[Started]>([])
     private let cancelled = Mutex<Int>(0)
 
-    func start(_ url: ImageURL, observer: any TransferObserving) -> any TransferHandle {
-        started.withLock { $0.append(Started(url: url, observer: observer)) }
+    func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
+        started.withLock { $0.append(Started(request: request, observer: observer)) }
         return Handle(fetcher: self)
     }
 
@@ -20,12 +21,25 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
     var cancelCount: Int { cancelled.withLock { $0 } }
 
     /// Plays a whole successful response on transfer `index`.
-    func respond(_ index: Int = 0, body: [UInt8], contentLength: Bool = true) {
+    func respond(_ index: Int = 0, body: [UInt8], contentLength: Bool = true, etag: String? = nil, cacheControl: String? = nil) {
         let observer = transfers[index].observer
-        observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: contentLength ? body.count : nil,
-                                                       contentType: "image/png"))
+        var head = ResponseHead(status: 200, contentLength: contentLength ? body.count : nil, contentType: "image/png", etag: etag)
+        head.cacheControl = cacheControl
+        observer.transferDidReceive(head: head)
         body.withUnsafeBytes { observer.transferDidReceive(bytes: $0) }
         observer.transferDidComplete(error: nil)
+    }
+
+    /// Answers transfer `index` (a revalidation) with 304 Not Modified.
+    func respondNotModified(_ index: Int) {
+        let observer = transfers[index].observer
+        observer.transferDidReceive(head: ResponseHead(status: 304))
+        observer.transferDidComplete(error: nil)
+    }
+
+    /// Fails transfer `index`.
+    func fail(_ index: Int, _ error: FetchError) {
+        transfers[index].observer.transferDidComplete(error: error)
     }
 
     private struct Handle: TransferHandle {

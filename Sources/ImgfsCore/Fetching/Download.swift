@@ -34,6 +34,7 @@ public final class Download: TransferObserving, @unchecked Sendable {
         var metadataWaiters: [MetadataReply] = []
         var rangeWaiters: [RangeWaiter] = []
         var finishHandlers: [@Sendable (FetchError?) -> Void] = []
+        var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
     }
 
     /// The URL being fetched.
@@ -88,6 +89,20 @@ public final class Download: TransferObserving, @unchecked Sendable {
         if let answer { reply(answer) }
     }
 
+    /// Answers with the response head once it arrived (a 2xx, or a 304 for a revalidation), or with the error.
+    public func whenHeadKnown(_ reply: @escaping @Sendable (Result<ResponseHead, FetchError>) -> Void) {
+        let answer: Result<ResponseHead, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let head = state.head { return .success(head) }
+            state.headWaiters.append(reply)
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// The response head, if it has arrived.
+    public var head: ResponseHead? { state.withLock { $0.head } }
+
     /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error.
     public func whenFinished(_ handler: @escaping @Sendable (FetchError?) -> Void) {
         let ended: FetchError?? = state.withLock { state in
@@ -105,16 +120,18 @@ public final class Download: TransferObserving, @unchecked Sendable {
     // MARK: - TransferObserving
 
     public func transferDidReceive(head: ResponseHead) {
-        let ready: ([MetadataReply], ImageMetadata?) = state.withLock { state in
+        let (headWaiters, metadataWaiters, metadata) = state.withLock { state -> ([@Sendable (Result<ResponseHead, FetchError>) -> Void], [MetadataReply], ImageMetadata?) in
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
-            state.bytes = ImageBytes(expectedCount: head.contentLength)
-            guard let metadata = Self.metadata(of: state) else { return ([], nil) }
+            state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength)
+            defer { state.headWaiters.removeAll() }
+            guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
             defer { state.metadataWaiters.removeAll() }
-            return (state.metadataWaiters, metadata)
+            return (state.headWaiters, state.metadataWaiters, metadata)
         }
-        if let metadata = ready.1 { ready.0.forEach { $0(.success(metadata)) } }
+        headWaiters.forEach { $0(.success(head)) }
+        if let metadata { metadataWaiters.forEach { $0(.success(metadata)) } }
     }
 
     public func transferDidReceive(bytes: UnsafeRawBufferPointer) {
@@ -128,9 +145,9 @@ public final class Download: TransferObserving, @unchecked Sendable {
     }
 
     public func transferDidComplete(error: FetchError?) {
-        let (metadataWaiters, rangeWaiters, finishHandlers, outcome) = state.withLock { state -> ([MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void], Result<ImageMetadata, FetchError>) in
+        let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock { state -> ([MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void], [@Sendable (Result<ResponseHead, FetchError>) -> Void], Result<ImageMetadata, FetchError>) in
             var failure = error
-            if failure == nil, let expected = state.head?.contentLength, expected != state.received {
+            if failure == nil, state.head?.isNotModified == false, let expected = state.head?.contentLength, expected != state.received {
                 failure = .truncated(expected: expected, received: state.received)
             }
             if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
@@ -144,10 +161,12 @@ public final class Download: TransferObserving, @unchecked Sendable {
                 state.metadataWaiters.removeAll()
                 state.rangeWaiters.removeAll()
                 state.finishHandlers.removeAll()
+                state.headWaiters.removeAll()
             }
             let outcome: Result<ImageMetadata, FetchError> = failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
-            return (state.metadataWaiters, state.rangeWaiters, state.finishHandlers, outcome)
+            return (state.metadataWaiters, state.rangeWaiters, state.finishHandlers, failure == nil ? [] : state.headWaiters, outcome)
         }
+        if case .failure(let error) = outcome { headWaiters.forEach { $0(.failure(error)) } }
         finishHandlers.forEach { handler in
             if case .failure(let error) = outcome { handler(error) } else { handler(nil) }
         }

@@ -14,6 +14,8 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case transport(String)
     /// Nobody wanted the bytes any more, or the filesystem is shutting down.
     case cancelled
+    /// Not cached, and the cache-only policy forbids fetching.
+    case notCached
 
     public var description: String {
         switch self {
@@ -24,13 +26,23 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .truncated(let expected, let received): "truncated body: \(received) of \(expected) bytes arrived"
         case .transport(let why): "transfer failed: \(why)"
         case .cancelled: "cancelled"
+        case .notCached: "not cached, and the policy is cache-only"
         }
+    }
+
+    /// Whether the origin said the image is gone for good (404, 410): a cached copy is then dropped, not served.
+    public var meansGone: Bool { self == .httpStatus(404) || self == .httpStatus(410) }
+
+    /// Whether the host name could not be resolved.
+    public var isUnresolvable: Bool {
+        if case .unresolvable = self { return true }
+        return false
     }
 
     /// What the filesystem reports for this failure.
     public var filesystemError: FilesystemError {
         switch self {
-        case .httpStatus(404), .httpStatus(410): .notFound
+        case .httpStatus(404), .httpStatus(410), .notCached: .notFound
         case .httpStatus(401), .httpStatus(403): .accessDenied
         case .timedOut: .timedOut
         case .cancelled: .interrupted

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Receives the events of one transfer, in order: at most one head, then body bytes, then exactly one completion.
 ///
 /// Implementations must be thread safe: events may arrive on any thread (never two at once for one transfer).
@@ -16,11 +18,29 @@ public protocol TransferHandle: Sendable {
     func cancel()
 }
 
+/// One GET: the URL and, for a revalidation, the validators of the cached copy.
+public struct FetchRequest: Sendable, Equatable {
+    public var url: ImageURL
+    /// Sent as If-None-Match.
+    public var etag: String?
+    /// Sent as If-Modified-Since.
+    public var lastModified: Date?
+
+    public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil) {
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Whether this is a conditional request (a 304 answer is then a success).
+    public var isConditional: Bool { etag != nil || lastModified != nil }
+}
+
 /// Starts HTTP(S) GET transfers.
 ///
 /// Implementations must be thread safe, must not block the caller on the network, and must complete every transfer
-/// they start exactly once (also when shut down). A final non-2xx status completes with ``FetchError/httpStatus(_:)``
-/// and no head.
+/// they start exactly once (also when shut down). A final 2xx status, or 304 for a conditional request, delivers its
+/// head (a 304 has no body); any other final status completes with ``FetchError/httpStatus(_:)`` and no head.
 public protocol ImageFetching: Sendable {
-    func start(_ url: ImageURL, observer: any TransferObserving) -> any TransferHandle
+    func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle
 }

@@ -9,6 +9,14 @@ public struct ResponseHead: Equatable, Sendable {
     public var etag: String?
     /// Last-Modified, parsed.
     public var lastModified: Date?
+    /// Cache-Control, as sent.
+    public var cacheControl: String?
+    /// Expires, parsed (nil also when malformed, which HTTP says means "already expired").
+    public var expires: Date?
+    /// Whether an Expires header was present at all.
+    public var hasExpires = false
+    /// Date, parsed.
+    public var date: Date?
 
     public init(status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
                 lastModified: Date? = nil) {
@@ -18,6 +26,9 @@ public struct ResponseHead: Equatable, Sendable {
         self.etag = etag
         self.lastModified = lastModified
     }
+
+    /// Whether the response is a 304 Not Modified.
+    public var isNotModified: Bool { status == 304 }
 
     /// Fills the fields from header lines (`Name: value`), ignoring unknown and malformed ones.
     public mutating func apply(headerLine line: String) {
@@ -29,6 +40,11 @@ public struct ResponseHead: Equatable, Sendable {
         case "content-type": contentType = value
         case "etag": etag = value
         case "last-modified": lastModified = HTTPDate.parse(value)
+        case "cache-control": cacheControl = cacheControl.map { "\($0), \(value)" } ?? value
+        case "expires":
+            hasExpires = true
+            expires = HTTPDate.parse(value)
+        case "date": date = HTTPDate.parse(value)
         default: break
         }
     }

@@ -18,24 +18,40 @@ public final class ImageFilesystem: @unchecked Sendable {
         public init() {}
     }
 
-    public typealias AttributesReply = @Sendable (Result<Attributes, FilesystemError>) -> Void
+    /// How a file was opened.
+    public struct OpenFile: Equatable, Sendable {
+        /// The handle to pass to ``read(_:handle:offset:count:reply:)`` and ``release(_:)``.
+        public var handle: UInt64
+        /// Reads must bypass the page cache (generated files whose size is not stable).
+        public var directIO: Bool
+    }
+
+    public typealias AttributesReply = @Sendable (Result<Entry, FilesystemError>) -> Void
     public typealias ReadReply = @Sendable (Result<ImageSlice, FilesystemError>) -> Void
-    public typealias OpenReply = @Sendable (Result<Void, FilesystemError>) -> Void
+    public typealias OpenReply = @Sendable (Result<OpenFile, FilesystemError>) -> Void
 
-    private let coordinator: FetchCoordinator
-    private let registry: LongNameRegistry
-    private let configuration: Configuration
-    private let logger: Logger
-    private let inodes = InodeTable()
-    private let startTime = Date()
-    private let listings = Mutex<(next: UInt64, open: [UInt64: [DirectoryEntry]])>((1, [:]))
+    let repository: ImageRepository
+    let registry: LongNameRegistry
+    let configuration: Configuration
+    let logger: Logger
+    let inodes = InodeTable()
+    let startTime = Date()
+    let listings = Mutex<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
+    let generatedFiles = Mutex<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
+    private let invalidation = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
 
-    public init(coordinator: FetchCoordinator, registry: LongNameRegistry, configuration: Configuration = Configuration(),
+    public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
                 logger: Logger) {
-        self.coordinator = coordinator
+        self.repository = repository
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
+        repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
+    }
+
+    /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
+    public func onInvalidate(_ handler: @escaping @Sendable (UInt64) -> Void) {
+        invalidation.withLock { $0 = handler }
     }
 
     // MARK: - Names
@@ -43,12 +59,14 @@ public final class ImageFilesystem: @unchecked Sendable {
     /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
     public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
-        let resolution = resolve(name, in: directory)
-        switch resolution {
+        switch resolve(name, in: directory) {
         case .failure(let error):
             return .failure(error)
         case .success(.image(let url)):
             return lookupImage(url)
+        case .success(.statistics):
+            return .success(Entry(attributes: generatedAttributes(InodeTable.statisticsInode, size: statisticsJSON().count),
+                                  entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
         case .success(let node):
             return .success(directoryEntry(inodes.lookUp(node)))
         }
@@ -59,154 +77,117 @@ public final class ImageFilesystem: @unchecked Sendable {
         inodes.forget(inode, count: count)
     }
 
+    /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
+    public func unlink(parent: UInt64, name: [UInt8]) -> Result<Void, FilesystemError> {
+        guard let directory = inodes.node(parent) else { return .failure(.stale) }
+        guard directory == .images else { return .failure(.readOnly) }
+        switch resolve(name, in: directory) {
+        case .success(.image(let url)):
+            repository.evict(url)
+            return .success(())
+        case .success: return .failure(.readOnly)
+        case .failure(let error): return .failure(error)
+        }
+    }
+
     // MARK: - Attributes, open, read
 
-    /// The attributes of `inode`; for an image, once its size is known.
+    /// The attributes of `inode`; for an image, once its size is known (an expired copy is not revalidated here).
     public func getattr(_ inode: UInt64, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
-        guard case .image(let url) = node else { return reply(.success(directoryAttributes(inode))) }
-        coordinator.download(for: url).whenMetadataKnown { [self] result in
-            reply(result.map { fileAttributes(inode, $0) }.mapError { report($0, url) })
+        switch node {
+        case .image(let url):
+            repository.metadata(url, refresh: false) { [self] result in
+                reply(result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError })
+            }
+        case .statistics:
+            reply(.success(Entry(attributes: generatedAttributes(inode, size: statisticsJSON().count), entryTimeout: 0,
+                                 attributeTimeout: 0)))
+        default:
+            reply(.success(directoryEntry(inode)))
         }
     }
 
-    /// Opens `inode` for reading once its size is known, so a failed fetch fails the open with its error.
+    /// Opens `inode` for reading once its size is known, so a failed fetch fails the open with its error; an expired
+    /// cached copy is revalidated first.
     public func open(_ inode: UInt64, forWriting: Bool, reply: @escaping OpenReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
-        guard case .image(let url) = node else { return reply(.failure(.isADirectory)) }
         if forWriting { return reply(.failure(.readOnly)) }
-        coordinator.download(for: url).whenMetadataKnown { [self] result in
-            reply(result.map { _ in () }.mapError { report($0, url) })
-        }
-    }
-
-    /// Bytes `offset ..< offset + count` of image `inode`, as soon as they have arrived.
-    public func read(_ inode: UInt64, offset: Int, count: Int, reply: @escaping ReadReply) {
-        guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
-        guard case .image(let url) = node else { return reply(.failure(.isADirectory)) }
-        coordinator.download(for: url).read(offset: offset, count: count) { [self] result in
-            reply(result.mapError { report($0, url) })
-        }
-    }
-
-    // MARK: - Directories
-
-    /// Takes a snapshot of directory `inode` for paging through with ``readDirectory(_:from:)``; returns its handle.
-    public func openDirectory(_ inode: UInt64) -> Result<UInt64, FilesystemError> {
-        guard let node = inodes.node(inode) else { return .failure(.stale) }
-        let parentEntries = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
-                             DirectoryEntry(name: "..", inode: InodeTable.rootInode, kind: .directory)]
-        let children: [DirectoryEntry]
         switch node {
-        case .root:
-            children = [DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory)]
-        case .images:
-            children = coordinator.completedURLs().map(listingEntry).sorted { $0.name < $1.name }
-        case .chunkRoot, .chunkPrefix:
-            children = []
-        case .image:
-            return .failure(.notADirectory)
-        }
-        return .success(listings.withLock { listings in
-            let handle = listings.next
-            listings.next += 1
-            listings.open[handle] = parentEntries + children
-            return handle
-        })
-    }
-
-    /// The entries of an open listing from position `offset` on.
-    public func readDirectory(_ handle: UInt64, from offset: Int) -> ArraySlice<DirectoryEntry> {
-        listings.withLock { listings in
-            guard let entries = listings.open[handle], offset < entries.count else { return [] }
-            return entries[max(offset, 0)...]
+        case .image(let url):
+            repository.metadata(url, refresh: true) { result in
+                reply(result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError })
+            }
+        case .statistics:
+            let snapshot = ImageBytes(copying: statisticsJSON())
+            let handle = generatedFiles.withLock { files in
+                defer { files.next += 1 }
+                files.open[files.next] = snapshot
+                return files.next
+            }
+            reply(.success(OpenFile(handle: handle, directIO: true)))
+        default:
+            reply(.failure(.isADirectory))
         }
     }
 
-    /// Drops an open listing.
-    public func closeDirectory(_ handle: UInt64) {
-        _ = listings.withLock { $0.open.removeValue(forKey: handle) }
+    /// Bytes `offset ..< offset + count` of the file, as soon as they have arrived.
+    public func read(_ inode: UInt64, handle: UInt64, offset: Int, count: Int, reply: @escaping ReadReply) {
+        guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
+        switch node {
+        case .image(let url):
+            repository.read(url, offset: offset, count: count) { result in reply(result.mapError { $0.filesystemError }) }
+        case .statistics:
+            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
+            reply(.success(ImageRepository.slice(bytes, size: bytes.count, offset, count)))
+        default:
+            reply(.failure(.isADirectory))
+        }
+    }
+
+    /// The file opened with `handle` was closed.
+    public func release(_ handle: UInt64) {
+        guard handle != 0 else { return }
+        _ = generatedFiles.withLock { $0.open.removeValue(forKey: handle) }
     }
 
     // MARK: - Helpers
 
-    private func resolve(_ name: [UInt8], in directory: Node) -> Result<Node, FilesystemError> {
-        do throws(NameError) {
-            switch directory {
-            case .root:
-                return name == Array(ImagePath.imagesDirectory.utf8) ? .success(.images) : .failure(.notFound)
-            case .images:
-                if name == Array(ImagePath.chunkDirectory.utf8) { return .success(.chunkRoot) }
-                if ImagePath.isDigestName(name) {
-                    guard let url = registry.resolve(String(decoding: name, as: UTF8.self)) else { throw .unknownDigest }
-                    return .success(.image(url))
-                }
-                return .success(.image(try ImageURL(NameCodec.decode(name))))
-            case .chunkRoot:
-                return try resolveChunk(name, after: "")
-            case .chunkPrefix(let prefix):
-                return try resolveChunk(name, after: prefix)
-            case .image:
-                return .failure(.notADirectory)
-            }
-        } catch {
-            logger.info("rejected name: \(error)", metadata: ["name": "\(String(decoding: name.prefix(300), as: UTF8.self))"])
-            return .failure(FilesystemError(error))
-        }
-    }
-
-    private func resolveChunk(_ name: [UInt8], after prefix: String) throws(NameError) -> Result<Node, FilesystemError> {
-        let text = prefix + String(decoding: name, as: UTF8.self)
-        guard text.utf8.count <= 3 * ImageURL.maximumLength else { throw .tooLong(text.utf8.count / 3) }
-        if ImagePath.isContinuation(name) { return .success(.chunkPrefix(String(text.dropLast()))) }
-        let url = try ImageURL(NameCodec.decode(Array(text.utf8)))
-        registry.register(url)
-        return .success(.image(url))
-    }
-
-    private func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
-        if let earlier = coordinator.existingDownload(for: url), case .failed(let error, _) = earlier.phase {
+    func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url) {
+        case .failure(let error):
             return .failure(error.filesystemError)
+        case .success(let metadata):
+            let inode = inodes.lookUp(.image(url))
+            guard let metadata else {
+                let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
+                return .success(Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
+            }
+            return .success(imageEntry(inode, metadata))
         }
-        let metadata = coordinator.download(for: url).currentMetadata
-        let inode = inodes.lookUp(.image(url))
-        guard let metadata else {
-            let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
-            return .success(Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
-        }
-        return .success(Entry(attributes: fileAttributes(inode, metadata), entryTimeout: configuration.entryTimeout,
-                              attributeTimeout: configuration.attributeTimeout))
     }
 
-    private func directoryEntry(_ inode: UInt64) -> Entry {
-        Entry(attributes: directoryAttributes(inode), entryTimeout: configuration.entryTimeout,
-              attributeTimeout: configuration.attributeTimeout)
+    func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
+        let attributes = Attributes(inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
+                                    modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+        return Entry(attributes: attributes, entryTimeout: configuration.entryTimeout,
+                     attributeTimeout: configuration.attributeTimeout)
     }
 
-    private func directoryAttributes(_ inode: UInt64) -> Attributes {
-        Attributes(inode: inode, kind: .directory, size: 0, permissions: 0o555, modified: startTime, linkCount: 2)
+    func directoryEntry(_ inode: UInt64) -> Entry {
+        let attributes = Attributes(inode: inode, kind: .directory, size: 0, permissions: 0o555, modified: startTime,
+                                    linkCount: 2)
+        return Entry(attributes: attributes, entryTimeout: configuration.entryTimeout,
+                     attributeTimeout: configuration.attributeTimeout)
     }
 
-    private func fileAttributes(_ inode: UInt64, _ metadata: ImageMetadata) -> Attributes {
-        Attributes(inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
-                   modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+    func generatedAttributes(_ inode: UInt64, size: Int) -> Attributes {
+        Attributes(inode: inode, kind: .file, size: size, permissions: 0o444, modified: Date(), linkCount: 1)
     }
 
-    private func listingEntry(_ url: ImageURL) -> DirectoryEntry {
-        let name: String
-        switch ImagePath.form(for: url, mountPointLength: 0) {
-        case .plain(let plain): name = plain
-        case .chunked, .digest: name = registry.register(url)
-        }
-        return DirectoryEntry(name: name, inode: inodes.existingInode(.image(url)) ?? Self.pseudoInode(url), kind: .file)
-    }
-
-    /// A stable inode number for listings of images the kernel has not looked up (readdir's d_ino is informational).
-    private static func pseudoInode(_ url: ImageURL) -> UInt64 {
-        UInt64(truncatingIfNeeded: url.string.utf8.reduce(UInt64(14695981039346656037)) { ($0 ^ UInt64($1)) &* 1099511628211 }) | 1 << 63
-    }
-
-    private func report(_ error: FetchError, _ url: ImageURL) -> FilesystemError {
-        error.filesystemError
+    private func contentChanged(_ url: ImageURL) {
+        guard let inode = inodes.existingInode(.image(url)), let handler = invalidation.withLock({ $0 }) else { return }
+        logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
+        handler(inode)
     }
 }

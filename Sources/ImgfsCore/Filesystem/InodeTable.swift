@@ -10,6 +10,10 @@ public enum Node: Hashable, Sendable {
     case chunkRoot
     /// A directory inside a chunked name: the encoded URL text so far.
     case chunkPrefix(String)
+    /// `.imgfs/`, imgfs's own files.
+    case control
+    /// `.imgfs/stats.json`.
+    case statistics
     /// An image file.
     case image(ImageURL)
 }
@@ -22,6 +26,8 @@ public final class InodeTable: @unchecked Sendable {
     public static let rootInode: UInt64 = 1
     public static let imagesInode: UInt64 = 2
     public static let chunkRootInode: UInt64 = 3
+    public static let controlInode: UInt64 = 4
+    public static let statisticsInode: UInt64 = 5
 
     private struct Slot {
         var node: Node
@@ -44,6 +50,8 @@ public final class InodeTable: @unchecked Sendable {
         case Self.rootInode: .root
         case Self.imagesInode: .images
         case Self.chunkRootInode: .chunkRoot
+        case Self.controlInode: .control
+        case Self.statisticsInode: .statistics
         default: state.withLock { $0.slots[inode]?.node }
         }
     }
@@ -54,6 +62,8 @@ public final class InodeTable: @unchecked Sendable {
         case .root: return Self.rootInode
         case .images: return Self.imagesInode
         case .chunkRoot: return Self.chunkRootInode
+        case .control: return Self.controlInode
+        case .statistics: return Self.statisticsInode
         case .chunkPrefix, .image:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
@@ -75,6 +85,8 @@ public final class InodeTable: @unchecked Sendable {
         case .root: Self.rootInode
         case .images: Self.imagesInode
         case .chunkRoot: Self.chunkRootInode
+        case .control: Self.controlInode
+        case .statistics: Self.statisticsInode
         case .chunkPrefix, .image: state.withLock { $0.numbers[node] }
         }
     }

@@ -16,6 +16,8 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     public let host: String
     /// The port, explicit or the scheme's default.
     public let port: Int
+    /// SHA-256 (hex) of ``resourceKey``: what caches and downloads are keyed by.
+    public let cacheKey: String
 
     public init(_ string: String) throws(NameError) {
         let bytes = Array(string.utf8)
@@ -36,12 +38,21 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         self.scheme = scheme
         self.host = host
         self.port = port
+        self.cacheKey = SHA256.hex(of: Self.withoutFragment(string).utf8)
     }
 
     /// The URL without its fragment: what is requested and what downloads and cache entries are keyed by.
-    public var resourceKey: String {
-        guard let hash = string.firstIndex(of: "#") else { return string }
-        return String(string[..<hash])
+    public var resourceKey: String { Self.withoutFragment(string) }
+
+    /// This URL without its fragment.
+    public var withoutFragment: ImageURL {
+        guard string.contains("#") else { return self }
+        return (try? ImageURL(resourceKey)) ?? self
+    }
+
+    private static func withoutFragment(_ text: String) -> String {
+        guard let hash = text.firstIndex(of: "#") else { return text }
+        return String(text[..<hash])
     }
 
     /// `scheme://host:port`: the unit that per-host connection limits count.

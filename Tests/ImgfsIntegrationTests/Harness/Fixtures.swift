@@ -29,6 +29,20 @@ enum Fixtures {
         try largest(in: "/usr/share/backgrounds", suffix: ".png", package: "lomiri-wallpapers")
     }
 
+    /// Real JPEG wallpapers no larger than `maximumSize`, smallest first (lomiri-wallpapers).
+    static func wallpapers(maximumSize: Int, count: Int) throws -> [[UInt8]] {
+        let directory = "/usr/share/backgrounds"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".jpg") }
+        let sized = names.compactMap { name -> (String, Int)? in
+            let size = (try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")[.size] as? Int) ?? nil
+            return size.flatMap { $0 <= maximumSize ? ("\(directory)/\(name)", $0) : nil }
+        }.sorted { $0.1 < $1.1 }.prefix(count)
+        guard sized.count == count else {
+            throw Missing(description: "need \(count) JPEGs of at most \(maximumSize) bytes in \(directory): apt-get install lomiri-wallpapers")
+        }
+        return try sized.map { try bytes($0.0) }
+    }
+
     /// A JPEG of a few hundred KiB (desktop-base).
     static func mediumJPEG() throws -> [UInt8] {
         try bytes("/usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg",

@@ -58,6 +58,32 @@ final class MountedImgfs: @unchecked Sendable {
     /// The full path of the plain name of `url`.
     func path(_ url: String) -> String { "\(mountPoint)/img/\(NameCodec.encode(url))" }
 
+    /// The parsed `.imgfs/stats.json`, flattened to `repository.memory_bytes`-style keys.
+    func statistics() -> [String: Double] {
+        guard let data = FileManager.default.contents(atPath: "\(mountPoint)/.imgfs/stats.json"),
+              let object = try? JSONSerialization.jsonObject(with: data) else { return [:] }
+        var flat: [String: Double] = [:]
+        func walk(_ value: Any, _ path: String) {
+            if let dictionary = value as? [String: Any] {
+                for (key, child) in dictionary { walk(child, path.isEmpty ? key : "\(path).\(key)") }
+            } else if let number = value as? NSNumber {
+                flat[path] = number.doubleValue
+            }
+        }
+        walk(object, "")
+        return flat
+    }
+
+    /// Waits (up to `timeout` seconds) until `condition` holds for the statistics; returns whether it did.
+    func waitForStatistics(timeout: Double = 10, _ condition: ([String: Double]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(statistics()) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
+
     /// Unmounts and waits for the daemon; returns its exit status (nil if it had to be killed).
     @discardableResult
     func stop() -> Int32? {

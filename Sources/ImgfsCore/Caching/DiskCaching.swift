@@ -1,0 +1,27 @@
+import Foundation
+
+/// What the repository needs from a disk cache (``DiskCache`` is the implementation; tests may use fakes).
+///
+/// Implementations must be thread safe; `store` and `update` are atomic (a crash leaves the old or the new entry);
+/// `read` verifies an entry's checksum the first time it is read after the cache was opened and throws when the entry
+/// is corrupt (the entry is then gone).
+public protocol DiskCaching: Sendable {
+    func record(forKey key: String) -> CacheRecord?
+    @discardableResult
+    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord
+    func read(key: String, offset: Int, count: Int) throws -> [UInt8]
+    func readAll(key: String) throws -> [UInt8]
+    func update(_ record: CacheRecord) throws
+    func touch(key: String)
+    func remove(key: String)
+    func keys() -> [String]
+    var totalBytes: Int { get }
+    var count: Int { get }
+}
+
+extension CacheRecord {
+    /// The record's metadata as the filesystem shows it.
+    public var metadata: ImageMetadata {
+        ImageMetadata(size: size, contentType: contentType, etag: etag, lastModified: lastModified, fetchedAt: fetchedAt)
+    }
+}

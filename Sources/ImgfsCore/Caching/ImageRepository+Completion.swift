@@ -1,0 +1,148 @@
+import Foundation
+
+// MARK: - What happens when a transfer ends, and reading from disk
+
+extension ImageRepository {
+    /// Files the outcome of a transfer into the caches; the transfer stays joinable until that is done.
+    func finished(_ download: Download, key: String, fallback: Source?, error: FetchError?) {
+        let url = download.url
+        if let error {
+            recordFailure(key, error)
+            if fallback != nil {
+                if error.meansGone {
+                    memory.remove(key)
+                    disk?.remove(key: key)
+                    logger.notice("the origin says the image is gone (\(error)); dropped the cached copy", metadata: ["url": "\(url)"])
+                } else {
+                    countStaleServed()
+                    logger.warning("origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",
+                                   metadata: ["url": "\(url)"])
+                }
+            }
+            endFlight(key, download)
+            return
+        }
+        guard let head = download.head else { return endFlight(key, download) }
+        let decision = configuration.expiry.decide(for: head, now: now())
+        if head.isNotModified, let fallback {
+            renew(key, fallback, head: head, expiresAt: decision.expiresAt)
+            endFlight(key, download)
+            return
+        }
+        guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
+        memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt), forKey: key)
+        if let fallback, Self.differs(fallback, from: metadata) {
+            let handler = contentChangeHandlerSnapshot()
+            DispatchQueue.global().async { handler?(url) }
+        }
+        guard decision.store, let disk else {
+            disk?.remove(key: key)
+            return endFlight(key, download)
+        }
+        let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
+                                 etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
+                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
+        diskWrites.async { [self] in
+            do {
+                try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
+                    if pieces.count == 1 {
+                        try disk.store(record, body: pieces[0])
+                    } else {
+                        let whole = pieces.flatMap { Array($0) }
+                        try whole.withUnsafeBytes { _ = try disk.store(record, body: $0) }
+                    }
+                }
+            } catch {
+                logger.warning("could not write the disk cache: \(error)", metadata: ["url": "\(url)"])
+            }
+            endFlight(key, download)
+        }
+    }
+
+    /// Serves a read from a disk entry: the whole image moves to memory when it fits the budget, else the range is
+    /// read from the file. A corrupt entry is dropped and the image fetched again.
+    func readFromDisk(_ url: ImageURL, _ record: CacheRecord, offset: Int, count: Int,
+                      reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
+        guard let disk else { return reply(.failure(.notCached)) }
+        do {
+            disk.touch(key: record.key)
+            countDiskHit()
+            if record.size <= memory.budget {
+                let bytes = ImageBytes(copying: try disk.readAll(key: record.key))
+                memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                                          expiresAt: record.expiresAt), forKey: record.key)
+                return reply(.success(Self.slice(bytes, size: record.size, offset, count)))
+            }
+            let piece = try disk.read(key: record.key, offset: offset, count: count)
+            reply(.success(ImageSlice(bytes: ImageBytes(copying: piece), offset: 0, count: piece.count)))
+        } catch {
+            logger.warning("disk cache entry unusable (\(error)); fetching again", metadata: ["url": "\(url.withoutFragment)"])
+            disk.remove(key: record.key)
+            memory.remove(record.key)
+            read(url, offset: offset, count: count, reply: reply)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func renew(_ key: String, _ fallback: Source, head: ResponseHead, expiresAt: Date) {
+        countNotModified()
+        memory.update(key) { image in
+            image.expiresAt = expiresAt
+            image.metadata.etag = head.etag ?? image.metadata.etag
+        }
+        if case .disk(var record) = fallback {
+            record.expiresAt = expiresAt
+            record.etag = head.etag ?? record.etag
+            try? disk?.update(record)
+        } else if var record = disk?.record(forKey: key) {
+            record.expiresAt = expiresAt
+            try? disk?.update(record)
+        }
+        logger.info("revalidated: 304 Not Modified, fresh until \(expiresAt)", metadata: ["key": "\(key.prefix(12))"])
+    }
+
+    static func validators(_ url: ImageURL, _ cached: Source) -> FetchRequest {
+        guard let metadata = currentMetadata(cached) else { return FetchRequest(url: url) }
+        return FetchRequest(url: url, etag: metadata.etag, lastModified: metadata.lastModified)
+    }
+
+    static func currentMetadata(_ source: Source) -> ImageMetadata? {
+        switch source {
+        case .memory(let image): image.metadata
+        case .disk(let record): record.metadata
+        case .download(let download): download.currentMetadata
+        }
+    }
+
+    static func slice(_ bytes: ImageBytes, size: Int, _ offset: Int, _ count: Int) -> ImageSlice {
+        guard offset < size else { return .empty }
+        return ImageSlice(bytes: bytes, offset: offset, count: min(count, size - offset))
+    }
+
+    private static func differs(_ old: Source, from new: ImageMetadata) -> Bool {
+        guard let before = currentMetadata(old) else { return true }
+        return before.size != new.size || before.etag != new.etag || before.lastModified != new.lastModified
+    }
+}
+
+// MARK: - Bookkeeping
+
+extension ImageRepository {
+    func recordFailure(_ key: String, _ error: FetchError) {
+        withState { state in
+            state.failures[key] = (error, now())
+            state.counters.failures += 1
+        }
+    }
+
+    func endFlight(_ key: String, _ download: Download) {
+        withState { state in
+            if state.inFlight[key]?.download === download { state.inFlight[key] = nil }
+        }
+    }
+
+    func countStaleServed() { withState { $0.counters.staleServed += 1 } }
+    func countNotModified() { withState { $0.counters.notModified += 1 } }
+    func countDiskHit() { withState { $0.counters.diskHits += 1 } }
+}

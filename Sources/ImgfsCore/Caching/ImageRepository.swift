@@ -1,0 +1,267 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Where image bytes come from: the memory cache, the disk cache or the network, in that order, with one transfer
+/// per URL however many callers ask (the in-flight dedup).
+///
+/// Guarantees:
+/// - While a transfer of a URL (without fragment) is under way, every caller joins it; no second transfer starts.
+/// - A cached image is served without the network while it is fresh. An expired one is revalidated with
+///   If-None-Match / If-Modified-Since when it is looked up or opened: a 304 renews it without a new download; a new
+///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
+///   and the log says so; a 404 or 410 drops it.
+/// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
+/// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
+///   `failureMemory.transient`; within that time the error is answered without a request.
+/// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache
+///   in the background; the transfer stays joinable until that write is done, so no caller ever misses both.
+/// - A corrupt disk entry is dropped and fetched again transparently.
+public final class ImageRepository: @unchecked Sendable {
+    /// Caching behaviour.
+    public struct Configuration: Sendable {
+        public var policy = CachePolicy.cacheElseLoad
+        public var expiry = ExpiryPolicy()
+        public var failureMemory = FailureMemory()
+
+        public init() {}
+    }
+
+    /// How long failures are remembered.
+    public struct FailureMemory: Sendable {
+        /// For 404, 410 and unresolvable hosts (`--negative-ttl`; 0 with `--retry-failed`).
+        public var permanent: TimeInterval
+        /// For everything else: long enough that one program's stat, open and read see one attempt.
+        public var transient: TimeInterval
+
+        public init(permanent: TimeInterval = 60, transient: TimeInterval = 1) {
+            self.permanent = permanent
+            self.transient = transient
+        }
+    }
+
+    /// Where a request is served from.
+    public enum Source: Sendable {
+        case memory(CachedImage)
+        case disk(CacheRecord)
+        case download(Download)
+    }
+
+    public typealias SourceReply = @Sendable (Result<Source, FetchError>) -> Void
+
+    struct InFlight {
+        let download: Download
+        /// The cached copy being revalidated, served on 304 and when the origin cannot be reached.
+        let fallback: Source?
+    }
+
+    struct State {
+        var inFlight: [String: InFlight] = [:]
+        var failures: [String: (error: FetchError, at: Date)] = [:]
+        /// Keys fetched in this session (for the reload policy).
+        var fetchedThisSession: Set<String> = []
+        var counters = RepositoryCounters()
+    }
+
+    let memory: MemoryCache
+    let disk: (any DiskCaching)?
+    private let fetcher: any ImageFetching
+    let configuration: Configuration
+    let logger: Logger
+    let now: @Sendable () -> Date
+    private let state = Mutex(State())
+    let diskWrites = DispatchQueue(label: "imgfs.disk-writes")
+    private let contentChangeHandler = Mutex<(@Sendable (ImageURL) -> Void)?>(nil)
+
+    public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
+                logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.fetcher = fetcher
+        self.memory = memory
+        self.disk = disk
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+    }
+
+    func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        state.withLock { body(&$0) }
+    }
+
+    func contentChangeHandlerSnapshot() -> (@Sendable (ImageURL) -> Void)? {
+        contentChangeHandler.withLock { $0 }
+    }
+
+    /// Called (on a background thread) when a refreshed image's bytes differ from the copy served before.
+    public func onContentChanged(_ handler: @escaping @Sendable (ImageURL) -> Void) {
+        contentChangeHandler.withLock { $0 = handler }
+    }
+
+    // MARK: - Serving
+
+    /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
+    /// `.success(nil)` means the size is not known yet.
+    public func prepare(_ url: ImageURL) -> Result<ImageMetadata?, FetchError> {
+        let immediate = Mutex<Result<Source, FetchError>?>(nil)
+        resolve(url, refresh: true) { result in immediate.withLock { $0 = result } }
+        switch immediate.withLock({ $0 }) {
+        case nil: return .success(nil)
+        case .failure(let error)?: return .failure(error)
+        case .success(let source)?: return .success(Self.currentMetadata(source))
+        }
+    }
+
+    /// The image's metadata once known. With `refresh`, an expired copy is revalidated first (lookup and open do that;
+    /// stat and read do not).
+    public func metadata(_ url: ImageURL, refresh: Bool, reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void) {
+        resolve(url, refresh: refresh) { result in
+            switch result {
+            case .failure(let error): reply(.failure(error))
+            case .success(.download(let download)): download.whenMetadataKnown(reply)
+            case .success(let source): reply(.success(Self.currentMetadata(source)!))
+            }
+        }
+    }
+
+    /// Bytes `offset ..< offset + count` (fewer at the end), as soon as they are available.
+    public func read(_ url: ImageURL, offset: Int, count: Int, reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
+        resolve(url, refresh: false) { [self] result in
+            switch result {
+            case .failure(let error): reply(.failure(error))
+            case .success(.download(let download)): download.read(offset: offset, count: count, reply)
+            case .success(.memory(let image)): reply(.success(Self.slice(image.bytes, size: image.metadata.size, offset, count)))
+            case .success(.disk(let record)): readFromDisk(url, record, offset: offset, count: count, reply: reply)
+            }
+        }
+    }
+
+    // MARK: - Management
+
+    /// Drops `url` from both caches and forgets its failures (`rm` of the file).
+    public func evict(_ url: ImageURL) {
+        memory.remove(url.cacheKey)
+        disk?.remove(key: url.cacheKey)
+        state.withLock { $0.failures[url.cacheKey] = nil }
+        logger.info("evicted", metadata: ["url": "\(url.withoutFragment)"])
+    }
+
+    /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
+    @discardableResult
+    public func purgeMemory(reason: String) -> Int {
+        let freed = memory.purge()
+        logger.notice("memory purged (\(reason)): \(Quantity.describe(bytes: freed)) freed from the memory cache")
+        return freed
+    }
+
+    /// The keys of every cached image, sorted: a snapshot to list in pages.
+    public func cachedKeys() -> [String] {
+        Array(Set(memory.keys).union(disk?.keys() ?? [])).sorted()
+    }
+
+    /// The URL cached under `key`, if any (reads the disk record of that one entry at most).
+    public func cachedURL(forKey key: String) -> ImageURL? {
+        if let image = memory.peek(key) { return image.url }
+        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url) }
+    }
+
+    /// Counters and sizes, for statistics.
+    public func statistics() -> RepositoryStatistics {
+        let (counters, inFlight) = state.withLock { ($0.counters, $0.inFlight.count) }
+        return RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
+                                    memoryEntries: memory.count, memoryBudget: memory.budget,
+                                    diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0, inFlight: inFlight)
+    }
+
+    // MARK: - Resolution
+
+    private enum Step {
+        case answer(Result<Source, FetchError>)
+        case waitForRevalidation(Download, fallback: Source)
+        case start(Download, FetchRequest, fallback: Source?)
+    }
+
+    /// Decides where `url` is served from; starts a transfer when needed. Replies once, without locks held.
+    func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
+        let key = url.cacheKey
+        // Looked up before taking the lock: a disk record may need a read of its metadata file.
+        let cachedNow = state.withLock { $0.inFlight[key] } == nil ? cachedSource(key) : nil
+        let step = state.withLock { state -> Step in
+            if let flight = state.inFlight[key] {
+                state.counters.joined += 1
+                if let fallback = flight.fallback { return .waitForRevalidation(flight.download, fallback: fallback) }
+                return .answer(.success(.download(flight.download)))
+            }
+            let failure = _recentFailure(key, &state)
+            if let cached = cachedNow {
+                let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
+                if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached)) {
+                    return .answer(.success(cached))
+                }
+                if !reload, let failure {
+                    state.counters.staleServed += 1
+                    logger.debug("serving an expired copy: the last attempt failed (\(failure))", metadata: ["url": "\(url.withoutFragment)"])
+                    return .answer(.success(cached))
+                }
+                state.counters.revalidations += reload ? 0 : 1
+                return _start(url, &state, request: reload ? FetchRequest(url: url) : Self.validators(url, cached), fallback: cached)
+            }
+            if let failure { return .answer(.failure(failure)) }
+            if configuration.policy == .cacheOnly { return .answer(.failure(.notCached)) }
+            return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
+        }
+        switch step {
+        case .answer(let result):
+            reply(result)
+        case .waitForRevalidation(let download, let fallback):
+            waitForRevalidation(download, fallback: fallback, reply: reply)
+        case .start(let download, let request, let fallback):
+            logger.debug(fallback == nil ? "fetching" : "revalidating", metadata: ["url": "\(url.withoutFragment)"])
+            download.whenFinished { [self] error in finished(download, key: key, fallback: fallback, error: error) }
+            _ = fetcher.start(request, observer: download)
+            if let fallback {
+                waitForRevalidation(download, fallback: fallback, reply: reply)
+            } else {
+                reply(.success(.download(download)))
+            }
+        }
+    }
+
+    private func _start(_ url: ImageURL, _ state: inout State, request: FetchRequest, fallback: Source?) -> Step {
+        let download = Download(url: url.withoutFragment)
+        state.inFlight[url.cacheKey] = InFlight(download: download, fallback: fallback)
+        state.fetchedThisSession.insert(url.cacheKey)
+        state.counters.transfers += 1
+        return .start(download, request, fallback: fallback)
+    }
+
+    private func waitForRevalidation(_ download: Download, fallback: Source, reply: @escaping SourceReply) {
+        download.whenHeadKnown { result in
+            switch result {
+            case .success(let head) where head.isNotModified: reply(.success(fallback))
+            case .success: reply(.success(.download(download)))
+            case .failure(let error) where error.meansGone: reply(.failure(error))
+            case .failure: reply(.success(fallback))
+            }
+        }
+    }
+
+    private func _recentFailure(_ key: String, _ state: inout State) -> FetchError? {
+        guard let (error, at) = state.failures[key] else { return nil }
+        let memory = error.meansGone || error.isUnresolvable ? configuration.failureMemory.permanent : configuration.failureMemory.transient
+        if now().timeIntervalSince(at) < memory { return error }
+        state.failures[key] = nil
+        return nil
+    }
+
+    private func cachedSource(_ key: String) -> Source? {
+        if let image = memory.image(forKey: key) { return .memory(image) }
+        return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    private func isFresh(_ source: Source) -> Bool {
+        switch source {
+        case .memory(let image): now() < image.expiresAt
+        case .disk(let record): now() < record.expiresAt
+        case .download: true
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// Counters of the repository itself.
+public struct RepositoryCounters: Codable, Equatable, Sendable {
+    /// Transfers started (fetches and revalidations).
+    public var transfers = 0
+    /// Requests that joined a transfer under way.
+    public var joined = 0
+    /// Conditional requests sent for expired copies.
+    public var revalidations = 0
+    /// Revalidations answered 304.
+    public var notModified = 0
+    /// Failed transfers.
+    public var failures = 0
+    /// Times an expired copy was served because the origin could not be reached.
+    public var staleServed = 0
+    /// Reads answered from the disk cache.
+    public var diskHits = 0
+}
+
+/// A snapshot of what the caches hold and what they did, for `.imgfs/stats.json`.
+public struct RepositoryStatistics: Codable, Equatable, Sendable {
+    public var counters: RepositoryCounters
+    public var memory: MemoryCache.Counters
+    public var memoryBytes: Int
+    public var memoryEntries: Int
+    public var memoryBudget: Int
+    public var diskBytes: Int
+    public var diskEntries: Int
+    public var inFlight: Int
+}
+

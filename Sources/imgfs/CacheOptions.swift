@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+
+/// The caching options of `imgfs mount`.
+struct CacheOptions: ParsableArguments {
+    @Option(help: "Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM).")
+    var memoryLimit: String?
+
+    @Option(help: "Disk cache size cap, e.g. 1G.")
+    var diskLimit = "1G"
+
+    @Option(help: "How long a fetched image stays fresh, e.g. 24h, 30m, 7d, 3600.")
+    var expire = "24h"
+
+    @Flag(help: "Let HTTP Cache-Control and Expires decide freshness (default: a fixed --expire for every image).")
+    var cacheControl = false
+
+    @Option(help: "cache-else-load (default), cache-only (never use the network) or reload (fetch again once per mount).")
+    var policy = CachePolicy.cacheElseLoad.rawValue
+
+    @Option(help: "How long a 404, 410 or unresolvable host is remembered, e.g. 60s.")
+    var negativeTtl = "60s"
+
+    @Flag(help: "Do not remember failed URLs: every open tries again.")
+    var retryFailed = false
+
+    func validate() throws {
+        _ = try memoryBudget()
+        _ = try diskBudget()
+        _ = try repositoryConfiguration()
+    }
+
+    func memoryBudget() throws -> Int {
+        guard let memoryLimit else { return min(256 << 20, Int(ProcessInfo.processInfo.physicalMemory / 10)) }
+        guard let bytes = Quantity.bytes(memoryLimit) else { throw ValidationError("--memory-limit: not a size: \(memoryLimit)") }
+        return bytes
+    }
+
+    func diskBudget() throws -> Int {
+        guard let bytes = Quantity.bytes(diskLimit) else { throw ValidationError("--disk-limit: not a size: \(diskLimit)") }
+        return bytes
+    }
+
+    func repositoryConfiguration() throws -> ImageRepository.Configuration {
+        var configuration = ImageRepository.Configuration()
+        guard let policy = CachePolicy(rawValue: policy) else {
+            throw ValidationError("--policy: one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard let lifetime = Quantity.seconds(expire) else { throw ValidationError("--expire: not a duration: \(expire)") }
+        guard let negative = Quantity.seconds(negativeTtl) else { throw ValidationError("--negative-ttl: not a duration: \(negativeTtl)") }
+        configuration.policy = policy
+        configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
+        configuration.failureMemory = .init(permanent: retryFailed ? 0 : negative, transient: retryFailed ? 0 : 1)
+        return configuration
+    }
+}

@@ -1,0 +1,19 @@
+import ArgumentParser
+import Foundation
+
+/// `imgfs stats MOUNTPOINT`: prints the mount's `.imgfs/stats.json`.
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Print cache and transfer statistics of a mount (its .imgfs/stats.json).")
+
+    @Argument(help: "The mount point.")
+    var mountPoint: String
+
+    func run() throws {
+        let path = "\(mountPoint)/.imgfs/stats.json"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("\(mountPoint) is not an imgfs mount (no \(path))")
+        }
+        FileHandle.standardOutput.write(data)
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import ImgfsCore
+import Synchronization
+
+/// An in-memory DiskCaching for repository tests; `corrupt(key)` makes the next read of an entry fail as a real
+/// corrupt entry would.
+final class FakeDisk: DiskCaching, @unchecked Sendable {
+    private let entries = Mutex<[String: (record: CacheRecord, body: [UInt8], corrupt: Bool)]>([:])
+
+    func record(forKey key: String) -> CacheRecord? { entries.withLock { $0[key]?.record } }
+
+    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
+        entries.withLock { $0[record.key] = (record, Array(body), false) }
+        return record
+    }
+
+    func read(key: String, offset: Int, count: Int) throws -> [UInt8] {
+        let body = try readAll(key: key)
+        return Array(body[min(offset, body.count)..<min(offset + count, body.count)])
+    }
+
+    func readAll(key: String) throws -> [UInt8] {
+        try entries.withLock { entries in
+            guard let entry = entries[key] else { throw DiskCacheError.corrupt(key) }
+            if entry.corrupt {
+                entries[key] = nil
+                throw DiskCacheError.corrupt(key)
+            }
+            return entry.body
+        }
+    }
+
+    func update(_ record: CacheRecord) throws { entries.withLock { $0[record.key]?.record = record } }
+    func touch(key: String) {}
+    func remove(key: String) { _ = entries.withLock { $0.removeValue(forKey: key) } }
+    func keys() -> [String] { entries.withLock { $0.keys.sorted() } }
+    var totalBytes: Int { entries.withLock { $0.values.reduce(0) { $0 + $1.body.count } } }
+    var count: Int { entries.withLock { $0.count } }
+
+    func corrupt(_ key: String) { entries.withLock { $0[key]?.corrupt = true } }
+}
+
+/// A clock tests move by hand.
+final class TestClock: @unchecked Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { current.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { current.withLock { $0 += seconds } }
+}
