@@ -88,7 +88,8 @@ final class CurlTransfer: @unchecked Sendable {
         switch head.status {
         case 100..<200: return true
         case 300..<400 where sawLocation: return true
-        case 200..<300, 304 where request.isConditional:
+        case 200..<300,
+             304 where request.isConditional:
             headDelivered = true
             observer.transferDidReceive(head: head)
             return true

@@ -99,7 +99,9 @@ struct MountCommand: ParsableCommand {
         return configuration
     }
 
-    private func openDiskCache(in directory: URL, logger: Logger) throws -> (any DiskCaching)? {
-        nil
+    private func openDiskCache(in directory: URL, logger: Logger) throws -> DiskCache {
+        let disk = try DiskCache(directory: directory, sizeLimit: try cache.diskBudget(), logger: logger)
+        DiskSweeper.start(disk, keepExpiredFor: try cache.repositoryConfiguration().expiry.lifetime, logger: logger)
+        return disk
     }
 }

@@ -103,7 +103,8 @@ struct CachingIntegrationTests {
             let second = try MountedImgfs(cacheDirectory: cache.path)
             #expect(PosixFile.read(second.path(url)) == .success(image), "after a \(damage)")
             #expect(origin.totalRequests == requestsBefore + 1, "fetched again after a \(damage)")
-            #expect(second.log.contains("fetching again"))
+            #expect(second.log.contains("disk cache entry unusable") || second.log.contains("disk cache: removed entry"),
+                    "the log says the damaged entry was dropped")
             second.stop()
         }
     }
@@ -150,11 +151,16 @@ struct CachingIntegrationTests {
         origin.route("/private.jpg", unstored)
         let mount = try MountedImgfs(arguments: ["--cache-control"])
         defer { mount.stop() }
-        for _ in 0..<3 { #expect(PosixFile.read(mount.path(origin.baseURL + "/zero.jpg")) == .success(image)) }
+        // A response serves the opens of the next second (one program's lookup, open and reads); after that, every
+        // open revalidates.
+        for _ in 0..<3 {
+            #expect(PosixFile.read(mount.path(origin.baseURL + "/zero.jpg")) == .success(image))
+            #expect(PosixFile.read(mount.path(origin.baseURL + "/private.jpg")) == .success(image))
+            Thread.sleep(forTimeInterval: 1.1)
+        }
         #expect(origin.requestCount("/zero.jpg") == 3)
-        #expect(origin.bodyBytesSent("/zero.jpg") == image.count)
-        for _ in 0..<2 { #expect(PosixFile.read(mount.path(origin.baseURL + "/private.jpg")) == .success(image)) }
-        #expect(origin.requestCount("/private.jpg") == 2, "no-store is fetched on every open")
+        #expect(origin.bodyBytesSent("/zero.jpg") == image.count, "two 304s without a body")
+        #expect(origin.requestCount("/private.jpg") == 3, "no-store is fetched again on every open")
         #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 }, "only the max-age=0 image is on disk")
     }
 

@@ -8,12 +8,15 @@ public struct CachedImage: Sendable {
     public var metadata: ImageMetadata
     /// After this the image must be revalidated before it is served (except when the origin cannot be reached).
     public var expiresAt: Date
+    /// When the origin last vouched for these bytes (the fetch, or a 304).
+    public var validatedAt: Date
 
-    public init(url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date) {
+    public init(url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date, validatedAt: Date? = nil) {
         self.url = url
         self.bytes = bytes
         self.metadata = metadata
         self.expiresAt = expiresAt
+        self.validatedAt = validatedAt ?? metadata.fetchedAt
     }
 
     /// Cost in the memory budget.

@@ -25,3 +25,4 @@ extension CacheRecord {
         ImageMetadata(size: size, contentType: contentType, etag: etag, lastModified: lastModified, fetchedAt: fetchedAt)
     }
 }
+extension DiskCache: DiskCaching {}

@@ -8,6 +8,7 @@ extension ImageRepository {
         let url = download.url
         if let error {
             recordFailure(key, error)
+            logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])
             if fallback != nil {
                 if error.meansGone {
                     memory.remove(key)
@@ -22,15 +23,14 @@ extension ImageRepository {
             endFlight(key, download)
             return
         }
-        guard let head = download.head else { return endFlight(key, download) }
+        guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         let decision = configuration.expiry.decide(for: head, now: now())
-        if head.isNotModified, let fallback {
-            renew(key, fallback, head: head, expiresAt: decision.expiresAt)
-            endFlight(key, download)
-            return
-        }
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
-        memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt), forKey: key)
+        let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt),
+                                     forKey: key)
+        // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
+        // joinable until the disk has it.
+        if inMemory { endFlight(key, download) }
         if let fallback, Self.differs(fallback, from: metadata) {
             let handler = contentChangeHandlerSnapshot()
             DispatchQueue.global().async { handler?(url) }
@@ -83,12 +83,23 @@ extension ImageRepository {
         }
     }
 
-    // MARK: - Helpers
-
-    private func renew(_ key: String, _ fallback: Source, head: ResponseHead, expiresAt: Date) {
+    /// A revalidation answered 304: the cached copy is renewed and the transfer ends at once.
+    func notModified(_ download: Download, key: String, fallback: Source, head: ResponseHead) {
+        let validatedAt = now()
+        // A 304 that says nothing about freshness keeps the lifetime the stored response had (HTTP: a 304 updates
+        // only the headers it carries).
+        let saysFreshness = head.cacheControl != nil || head.hasExpires || !configuration.expiry.honorsCacheControl
+        let expiresAt = saysFreshness ? configuration.expiry.decide(for: head, now: validatedAt).expiresAt
+            : validatedAt + Self.lifetime(of: fallback)
         countNotModified()
+        if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
+           let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
+            memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body), metadata: record.metadata,
+                                      expiresAt: expiresAt, validatedAt: validatedAt), forKey: key)
+        }
         memory.update(key) { image in
             image.expiresAt = expiresAt
+            image.validatedAt = validatedAt
             image.metadata.etag = head.etag ?? image.metadata.etag
         }
         if case .disk(var record) = fallback {
@@ -99,7 +110,17 @@ extension ImageRepository {
             record.expiresAt = expiresAt
             try? disk?.update(record)
         }
-        logger.info("revalidated: 304 Not Modified, fresh until \(expiresAt)", metadata: ["key": "\(key.prefix(12))"])
+        logger.info("revalidated: 304 Not Modified, fresh until \(expiresAt)", metadata: ["url": "\(download.url)"])
+        endFlight(key, download)
+    }
+
+    /// How long the stored response was fresh for.
+    static func lifetime(of source: Source) -> TimeInterval {
+        switch source {
+        case .memory(let image): max(0, image.expiresAt.timeIntervalSince(image.validatedAt))
+        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.fetchedAt))
+        case .download: 0
+        }
     }
 
     static func validators(_ url: ImageURL, _ cached: Source) -> FetchRequest {

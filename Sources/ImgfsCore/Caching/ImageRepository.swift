@@ -15,7 +15,8 @@ import Synchronization
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
 ///   `failureMemory.transient`; within that time the error is answered without a request.
 /// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache
-///   in the background; the transfer stays joinable until that write is done, so no caller ever misses both.
+///   in the background; a body too large for the memory cache stays joinable as a transfer until that write is done,
+///   so no caller ever misses both.
 /// - A corrupt disk entry is dropped and fetched again transparently.
 public final class ImageRepository: @unchecked Sendable {
     /// Caching behaviour.
@@ -23,6 +24,9 @@ public final class ImageRepository: @unchecked Sendable {
         public var policy = CachePolicy.cacheElseLoad
         public var expiry = ExpiryPolicy()
         public var failureMemory = FailureMemory()
+        /// An image the origin vouched for this recently is fresh whatever its expiry, so that one program's lookup,
+        /// open and reads see one fetch even of a `no-store` or `max-age=0` image.
+        public var minimumFreshness: TimeInterval = 1
 
         public init() {}
     }
@@ -215,6 +219,13 @@ public final class ImageRepository: @unchecked Sendable {
             waitForRevalidation(download, fallback: fallback, reply: reply)
         case .start(let download, let request, let fallback):
             logger.debug(fallback == nil ? "fetching" : "revalidating", metadata: ["url": "\(url.withoutFragment)"])
+            if let fallback {
+                // Registered first, so the copy is renewed before any waiter is answered with it.
+                download.whenHeadKnown { [self] result in
+                    guard case .success(let head) = result, head.isNotModified else { return }
+                    notModified(download, key: key, fallback: fallback, head: head)
+                }
+            }
             download.whenFinished { [self] error in finished(download, key: key, fallback: fallback, error: error) }
             _ = fetcher.start(request, observer: download)
             if let fallback {
@@ -259,7 +270,7 @@ public final class ImageRepository: @unchecked Sendable {
 
     private func isFresh(_ source: Source) -> Bool {
         switch source {
-        case .memory(let image): now() < image.expiresAt
+        case .memory(let image): now() < max(image.expiresAt, image.validatedAt + configuration.minimumFreshness)
         case .disk(let record): now() < record.expiresAt
         case .download: true
         }

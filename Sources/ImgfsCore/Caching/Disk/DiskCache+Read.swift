@@ -1,0 +1,154 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+extension DiskCache {
+    // MARK: - Reading
+
+    /// Up to `count` bytes of the body of `key` from `offset`, fewer at the end of the body (none from or past it),
+    /// and marks the entry used.
+    ///
+    /// The first read of an entry after the cache was opened checks the whole body against its size and CRC-32.
+    /// - Throws: ``DiskCacheError/corrupt(_:)`` when the body or its record is damaged, truncated or missing (the
+    ///   entry has then been removed: fetch again), ``DiskCacheError/notFound(_:)`` when there is no entry,
+    ///   ``DiskCacheError/io(_:)`` for other system errors, ``DiskCacheError/invalidArgument(_:)`` for a negative
+    ///   offset or count.
+    public func read(key text: String, offset: Int, count: Int) throws -> [UInt8] {
+        guard offset >= 0, count >= 0 else {
+            throw DiskCacheError.invalidArgument("offset \(offset) and count \(count) must not be negative")
+        }
+        guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
+        for _ in 0..<3 {
+            let (entry, record) = try loadRecord(key)
+            let path = layout.dataPath(for: key, checksum: entry.checksum)
+            let fd: Int32
+            do {
+                fd = try DiskCacheIO.open(path, O_RDONLY)
+            } catch let error as DiskCacheSystemError where error.isMissing {
+                if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(text) }
+                continue  // replaced or removed meanwhile: look again
+            } catch {
+                throw error.diskCacheError
+            }
+            defer { try? DiskCacheIO.close(fd, path: path) }
+            let start = min(offset, record.size)
+            let length = min(count, record.size - start)
+            var verified = entry.verified
+            if !verified && (start > 0 || length < record.size) {
+                guard try checksumMatches(fd, entry, path: path) else {
+                    if discardCorrupt(entry, reason: "its body does not match its checksum") {
+                        throw DiskCacheError.corrupt(text)
+                    }
+                    continue
+                }
+                verified = true
+            }
+            let bytes = try [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+                initialized = try DiskCacheIO.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer),
+                                                        offset: start, path: path)
+            }
+            var intact = bytes.count == length
+            if intact && !verified {
+                let fileSize = Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)
+                intact = fileSize == record.size && DiskCacheCRC32.checksum(bytes) == record.checksum
+            }
+            if !intact {
+                if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
+                    throw DiskCacheError.corrupt(text)
+                }
+                continue
+            }
+            if !entry.verified {
+                withIndex { $0.modify(key, generation: entry.generation) { $0.verified = true } }
+            }
+            markUsed(key)
+            return bytes
+        }
+        throw DiskCacheError.notFound(text)
+    }
+
+    /// The whole body of `key` (verified as ``read(key:offset:count:)`` describes), and marks the entry used.
+    public func readAll(key: String) throws -> [UInt8] {
+        try read(key: key, offset: 0, count: Int.max)
+    }
+
+    // MARK: - Records
+
+    /// The entry `key` and its record, read from disk and kept in the index if not yet there.
+    /// - Throws: `notFound`, `corrupt` (the entry is then removed) or `io` (a transient failure: the entry stays).
+    func loadRecord(_ key: DiskCacheKey) throws -> (entry: DiskCacheEntry, record: CacheRecord) {
+        for _ in 0..<3 {
+            guard let entry = withIndex({ $0.entry(key) }) else { throw DiskCacheError.notFound(key.description) }
+            if let loaded = entry.loaded {
+                var record = loaded.record
+                record.lastAccess = entry.lastAccess
+                return (entry, record)
+            }
+            let record: CacheRecord
+            do {
+                record = try readRecord(entry)
+            } catch let error as DiskCacheSystemError where !error.isMissing {
+                throw error.cacheError
+            } catch {
+                if discardCorrupt(entry, reason: "its record is missing or unreadable (\(error))") {
+                    throw DiskCacheError.corrupt(key.description)
+                }
+                continue
+            }
+            let loaded = DiskCacheLoadedRecord(record)
+            withIndex {
+                $0.modify(key, generation: entry.generation) { $0.loaded = loaded; $0.expiresAt = record.expiresAt }
+            }
+            var result = record
+            result.lastAccess = entry.lastAccess
+            return (entry, result)
+        }
+        throw DiskCacheError.notFound(key.description)
+    }
+
+    /// The record file of `entry`, decoded and checked against the entry's files (key, checksum, size).
+    func readRecord(_ entry: DiskCacheEntry) throws -> CacheRecord {
+        let bytes = try DiskCacheIO.readSmallFile(layout.metaPath(for: entry.key))
+        let record = try JSONDecoder().decode(CacheRecord.self, from: Data(bytes))
+        guard record.key == entry.key.description, record.checksum == entry.checksum, record.size == entry.size else {
+            throw DiskCacheError.corrupt(entry.key.description)
+        }
+        return record
+    }
+
+    // MARK: - Verification
+
+    /// Whether the file open as `fd` has the entry's size and checksum; reads it in pieces.
+    private func checksumMatches(_ fd: Int32, _ entry: DiskCacheEntry, path: String) throws -> Bool {
+        guard Int(try DiskCacheIO.fileStatus(fd, path: path).st_size) == entry.size else { return false }
+        var buffer = [UInt8](repeating: 0, count: min(entry.size, 1 << 18))
+        var checksum: UInt32 = 0
+        var offset = 0
+        while offset < entry.size {
+            let piece = min(buffer.count, entry.size - offset)
+            let read = try buffer.withUnsafeMutableBytes {
+                try DiskCacheIO.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0.prefix(piece)),
+                                          offset: offset, path: path)
+            }
+            guard read == piece else { return false }
+            checksum = buffer.withUnsafeBytes { DiskCacheCRC32.update(checksum, with: .init(rebasing: $0.prefix(piece))) }
+            offset += piece
+        }
+        return checksum == entry.checksum
+    }
+
+    /// Removes `entry` (if it is still the one in the index) and its files; returns whether it did.
+    @discardableResult
+    func discardCorrupt(_ entry: DiskCacheEntry, reason: String) -> Bool {
+        let removed = withWriteLock {
+            guard let removed = withIndex({ $0.remove(entry.key, generation: entry.generation) }) else { return false }
+            _removeFiles(of: [removed])
+            return true
+        }
+        if removed { logger.warning("disk cache: removed entry \(entry.key): \(reason)") }
+        return removed
+    }
+}

@@ -1,0 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A file replacement that failed; `committed` tells whether the rename had already happened (only the directory
+/// sync failed), so the new file may or may not survive a crash.
+struct DiskCacheCommitFailure: Error {
+    let error: DiskCacheError
+    let committed: Bool
+}
+
+extension DiskCache {
+    // MARK: - Storing
+
+    /// Stores `body` under `record.key`, replacing any entry with that key, and returns the record as stored: `size`
+    /// is the body's length, `checksum` its CRC-32, `lastAccess` now.
+    ///
+    /// The body is committed before the record (each through a temporary file, `fsync`, `rename` and a directory
+    /// `fsync`), so a crash leaves the old entry or the new one. Least recently used entries are evicted so that the
+    /// total stays within ``sizeLimit``; the new entry is never evicted for that, but a body larger than the limit
+    /// is not kept at all (any older entry with its key is removed, and the returned record is not stored).
+    /// - Throws: ``DiskCacheError/noSpace`` or ``DiskCacheError/io(_:)`` when writing fails (the previous entry, if
+    ///   any, is left as it was unless the failure came after the new record was renamed into place, in which case
+    ///   neither remains), ``DiskCacheError/invalidKey(_:)`` for a malformed key. No partial file remains.
+    @discardableResult
+    public func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
+        guard let key = DiskCacheKey(record.key) else { throw DiskCacheError.invalidKey(record.key) }
+        var stored = record
+        stored.size = body.count
+        stored.checksum = DiskCacheCRC32.checksum(body)
+        stored.lastAccess = options.now()
+        let meta = try Self.encode(stored)
+        try withWriteLock {
+            guard body.count <= sizeLimit else {
+                logger.debug("disk cache: \(body.count) bytes exceed the limit of \(sizeLimit); not kept")
+                _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? [])
+                return
+            }
+            let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
+            _removeFiles(of: victims)
+            try _writeEntry(stored, key: key, body: body, meta: meta, previous: previous)
+            let entry = DiskCacheEntry(key: key, size: stored.size, checksum: stored.checksum,
+                                       lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
+                                       expiresAt: stored.expiresAt, loaded: DiskCacheLoadedRecord(stored),
+                                       verified: true)
+            if let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum {
+                _removeFile(layout.dataPath(for: key, checksum: replaced.checksum))
+            }
+        }
+        return stored
+    }
+
+    /// ``store(_:body:)`` for a body in an array.
+    @discardableResult
+    public func store(_ record: CacheRecord, body: [UInt8]) throws -> CacheRecord {
+        try body.withUnsafeBytes { try store(record, body: $0) }
+    }
+
+    // MARK: - Updating
+
+    /// Replaces the record of the existing entry `record.key` atomically, without rewriting the body (after a
+    /// revalidation answered 304, for example). `size` and `checksum` stay those of the stored body and
+    /// `lastAccess` the cache's own; the other fields are taken from `record`.
+    /// - Throws: ``DiskCacheError/notFound(_:)`` when there is no such entry, ``DiskCacheError/noSpace`` or
+    ///   ``DiskCacheError/io(_:)`` when writing fails (the old record then remains, unless only the final directory
+    ///   sync failed: the new record is then in place but may not survive a crash).
+    public func update(_ record: CacheRecord) throws {
+        guard let key = DiskCacheKey(record.key) else { throw DiskCacheError.invalidKey(record.key) }
+        try withWriteLock {
+            guard let entry = withIndex({ $0.entry(key) }) else { throw DiskCacheError.notFound(record.key) }
+            var updated = record
+            updated.size = entry.size
+            updated.checksum = entry.checksum
+            updated.lastAccess = entry.lastAccess
+            let meta = try Self.encode(updated)
+            var failure: DiskCacheCommitFailure?
+            do {
+                try _prepareSubdirectory(for: key)
+                try meta.withUnsafeBytes { try _replaceFile(at: layout.metaPath(for: key), key: key, with: $0) }
+            } catch let error as DiskCacheCommitFailure {
+                guard error.committed else { throw error.error }
+                failure = error
+            }
+            let loaded = DiskCacheLoadedRecord(updated)
+            withIndex {
+                $0.modify(key, generation: entry.generation) { $0.loaded = loaded; $0.expiresAt = updated.expiresAt }
+            }
+            if let failure { throw failure.error }
+        }
+    }
+
+    // MARK: - Writing files (write lock held)
+
+    /// Commits the body, then the record, of `stored`; on failure removes what it wrote.
+    private func _writeEntry(_ stored: CacheRecord, key: DiskCacheKey, body: UnsafeRawBufferPointer, meta: [UInt8],
+                             previous: DiskCacheEntry?) throws {
+        let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
+        let dataIsNew = previous?.checksum != stored.checksum
+        do {
+            try _prepareSubdirectory(for: key)
+            try _replaceFile(at: dataPath, key: key, with: body)
+        } catch let failure as DiskCacheCommitFailure {
+            if failure.committed && dataIsNew { _removeFile(dataPath) }
+            throw failure.error
+        }
+        do {
+            try meta.withUnsafeBytes { try _replaceFile(at: layout.metaPath(for: key), key: key, with: $0) }
+        } catch let failure as DiskCacheCommitFailure {
+            if failure.committed {
+                // The new record is in place but may not survive a crash: keep neither entry rather than guess.
+                _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? [])
+                _removeFile(layout.metaPath(for: key))
+                _removeFile(dataPath)
+            } else if dataIsNew {
+                _removeFile(dataPath)
+            }
+            throw failure.error
+        }
+    }
+
+    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory.
+    /// - Throws: ``DiskCacheCommitFailure``; the temporary file is removed whenever the rename did not happen.
+    func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer) throws {
+        let temporary = layout.temporaryPath(for: key)
+        do {
+            let fd = try DiskCacheIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            do {
+                if let code = options.writeFault?(path) {
+                    try DiskCacheIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)),
+                                             path: temporary)
+                    throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
+                }
+                try DiskCacheIO.writeAll(fd, bytes, path: temporary)
+                if options.durable { try DiskCacheIO.fsync(fd, path: temporary) }
+            } catch {
+                try? DiskCacheIO.close(fd, path: temporary)
+                throw error
+            }
+            try DiskCacheIO.close(fd, path: temporary)
+            try DiskCacheIO.rename(temporary, to: path)
+        } catch {
+            _removeFile(temporary)
+            throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
+        }
+        guard options.durable else { return }
+        do {
+            try DiskCacheIO.fsyncDirectory(layout.subdirectory(for: key))
+        } catch {
+            throw DiskCacheCommitFailure(error: error.diskCacheError, committed: true)
+        }
+    }
+
+    /// Creates the key's subdirectory (and the layout directory, if someone removed it) when missing.
+    private func _prepareSubdirectory(for key: DiskCacheKey) throws {
+        let subdirectory = layout.subdirectory(for: key)
+        do {
+            let created: Bool
+            do {
+                created = try DiskCacheIO.makeDirectory(subdirectory)
+            } catch let error as DiskCacheSystemError where error.isMissing {
+                try DiskCacheIO.makeDirectories(subdirectory)
+                created = true
+            }
+            if created && options.durable { try DiskCacheIO.fsyncDirectory(layout.root) }
+        } catch {
+            throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
+        }
+    }
+
+    private static func encode(_ record: CacheRecord) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            return Array(try encoder.encode(record))
+        } catch {
+            throw DiskCacheError.io("cannot encode the record of \(record.key): \(error)")
+        }
+    }
+}

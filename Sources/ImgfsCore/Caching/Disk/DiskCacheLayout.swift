@@ -1,0 +1,104 @@
+/// Where ``DiskCache`` keeps its files, and how their names are read back.
+///
+/// ```
+/// <directory>/v1/lock                          held with flock by every open DiskCache on this directory
+/// <directory>/v1/<k0k1>/<key>.meta             the CacheRecord as JSON
+/// <directory>/v1/<k0k1>/<key>.<crc>.data       the body; <crc> is its CRC-32 as 8 lower-case hex digits
+/// <directory>/v1/<k0k1>/<key>.<random>.tmp     a write in progress (or the leftover of an interrupted one)
+/// ```
+/// `<k0k1>` is the first two characters of the key, giving 256 subdirectories. Names come only from the key (never
+/// from URL text). The data file's name carries the checksum the record names, so replacing an entry never
+/// overwrites the file an older record points to; a data file and its record are committed in that order, so a
+/// record never names a body that is not completely on disk. Other names in these directories are left alone.
+struct DiskCacheLayout: Sendable {
+    /// `<directory>/v1`.
+    let root: String
+
+    init(directory: String) {
+        root = directory.hasSuffix("/") ? directory + Self.version : directory + "/" + Self.version
+    }
+
+    /// The layout version directory; a future format uses another name and can coexist.
+    static let version = "v1"
+
+    // MARK: - Paths
+
+    var lockPath: String { root + "/lock" }
+
+    func subdirectory(named name: String) -> String { root + "/" + name }
+
+    func subdirectory(for key: DiskCacheKey) -> String { root + "/" + key.subdirectoryName }
+
+    func metaPath(for key: DiskCacheKey) -> String { subdirectory(for: key) + "/" + Self.metaName(key) }
+
+    func dataPath(for key: DiskCacheKey, checksum: UInt32) -> String {
+        subdirectory(for: key) + "/" + Self.dataName(key, checksum: checksum)
+    }
+
+    func temporaryPath(for key: DiskCacheKey) -> String {
+        subdirectory(for: key) + "/\(key)." + Self.hex(UInt64.random(in: 0...UInt64.max)) + ".tmp"
+    }
+
+    static func metaName(_ key: DiskCacheKey) -> String { "\(key).meta" }
+
+    static func dataName(_ key: DiskCacheKey, checksum: UInt32) -> String { "\(key)." + hex(checksum) + ".data" }
+
+    // MARK: - Names
+
+    /// What a file name in a subdirectory is.
+    enum Name: Equatable {
+        case meta(key: DiskCacheKey)
+        case data(key: DiskCacheKey, checksum: UInt32)
+        case temporary
+        case other
+    }
+
+    /// Whether `name` (of `length` bytes) is a subdirectory name: two lower-case hexadecimal characters.
+    static func isSubdirectoryName(_ name: UnsafePointer<UInt8>, length: Int) -> Bool {
+        length == 2 && hexValue(name[0]) != nil && hexValue(name[1]) != nil
+    }
+
+    /// Reads a file name found in a subdirectory, without allocating unless it is one of ours.
+    static func parse(_ name: UnsafePointer<UInt8>, length: Int) -> Name {
+        if length > 4, matches(name + length - 4, ".tmp") { return .temporary }
+        guard length >= 69, name[64] == UInt8(ascii: "."), let key = DiskCacheKey(hex: name) else { return .other }
+        if length == 69, matches(name + 64, ".meta") { return .meta(key: key) }
+        if length == 78, matches(name + 73, ".data") {
+            var checksum: UInt32 = 0
+            for index in 65..<73 {
+                guard let digit = hexValue(name[index]) else { return .other }
+                checksum = checksum << 4 | UInt32(digit)
+            }
+            return .data(key: key, checksum: checksum)
+        }
+        return .other
+    }
+
+    // MARK: - Hexadecimal
+
+    static func hex<Value: FixedWidthInteger & UnsignedInteger>(_ value: Value) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        let width = Value.bitWidth / 4
+        return String(unsafeUninitializedCapacity: width) { buffer in
+            for index in 0..<width {
+                let shift = (width - 1 - index) * 4
+                buffer[index] = digits[Int(truncatingIfNeeded: value >> shift) & 0xf]
+            }
+            return width
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+
+    private static func matches(_ pointer: UnsafePointer<UInt8>, _ text: StaticString) -> Bool {
+        let bytes = text.utf8Start
+        for index in 0..<text.utf8CodeUnitCount where pointer[index] != bytes[index] { return false }
+        return true
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+import ImgfsCore
+import Logging
+
+/// Runs the disk cache's sweep at start and every 10 minutes on a background queue: leftovers of interrupted writes,
+/// and entries expired for longer than `keepExpiredFor` (kept until then for revalidation and stale-if-error).
+enum DiskSweeper {
+    private static let queue = DispatchQueue(label: "imgfs.disk-sweep", qos: .utility)
+    nonisolated(unsafe) private static var timer: DispatchSourceTimer?
+
+    static func start(_ disk: DiskCache, keepExpiredFor: TimeInterval, logger: Logger) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(600))
+        timer.setEventHandler {
+            let now = Date()
+            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: now - keepExpiredFor)
+            if entries > 0 {
+                logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
+            }
+        }
+        timer.resume()
+        Self.timer = timer
+    }
+}
