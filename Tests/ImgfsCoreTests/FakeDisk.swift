@@ -7,7 +7,15 @@ import Synchronization
 final class FakeDisk: DiskCaching, @unchecked Sendable {
     private let entries = Mutex<[String: (record: CacheRecord, body: [UInt8], corrupt: Bool)]>([:])
 
-    func record(forKey key: String) -> CacheRecord? { entries.withLock { $0[key]?.record } }
+    private let reads = Mutex(0)
+
+    func record(forKey key: String) -> CacheRecord? {
+        reads.withLock { $0 += 1 }
+        return entries.withLock { $0[key]?.record }
+    }
+
+    var recordReads: Int { reads.withLock { $0 } }
+    func resetRecordReads() { reads.withLock { $0 = 0 } }
 
     func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
         entries.withLock { $0[record.key] = (record, Array(body), false) }

@@ -1,3 +1,4 @@
+import Foundation
 import ImgfsCore
 import Testing
 
@@ -92,5 +93,35 @@ struct ImageFilesystemTests {
         #expect(names == [".", "..", NameCodec.encode("http://127.0.0.1/b.png")])
         #expect(filesystem.readDirectory(handle, from: 2).map(\.entry.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
         filesystem.closeDirectory(handle)
+    }
+
+    @Test("a listing of many cached images is read in pages, loading only each page's records")
+    func pagedListing() throws {
+        let disk = FakeDisk()
+        for index in 0..<1000 {
+            let url = try ImageURL("http://127.0.0.1/\(index).png")
+            let record = CacheRecord(key: url.cacheKey, url: url.string, size: 1, contentType: nil, etag: nil,
+                                     lastModified: nil, fetchedAt: Date(), expiresAt: .distantFuture)
+            try [UInt8]([1]).withUnsafeBytes { _ = try disk.store(record, body: $0) }
+        }
+        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+                                         configuration: .init(), logger: .init(label: "test"))
+        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
+        let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
+        disk.resetRecordReads()
+        var names: [String] = []
+        var offset = 0
+        while true {
+            let page = filesystem.readDirectory(handle, from: offset, limit: 100)
+            guard let last = page.last else { break }
+            #expect(page.count <= 100)
+            names += page.map(\.entry.name)
+            offset = last.next
+        }
+        #expect(names.count == 1002)
+        #expect(Set(names).count == 1002)
+        #expect(names.contains(NameCodec.encode("http://127.0.0.1/999.png")))
+        #expect(disk.recordReads == 1000, "one record read per listed entry, page by page")
+        #expect(fetcher.transfers.isEmpty, "listing fetches nothing")
     }
 }

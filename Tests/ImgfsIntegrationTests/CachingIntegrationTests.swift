@@ -135,6 +135,31 @@ struct CachingIntegrationTests {
         #expect(mount.log.contains("stale-if-error"))
     }
 
+    @Test("a refresh that brings different bytes of the same size reaches readers: the kernel's cached pages are dropped")
+    func changedContentInvalidatesPageCache() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let first = try Fixtures.mediumJPEG()
+        var changed = first
+        changed[changed.count / 2] ^= 0x55
+        let second = changed
+        let version = VersionBox()
+        origin.route(prefix: "/changing.jpg") { _ in
+            var response = OriginResponse.ok(version.current == 1 ? first : second, contentType: "image/jpeg")
+            response.headers.append(("ETag", "\"v\(version.current)\""))
+            return response
+        }
+        let mount = try MountedImgfs(arguments: ["--expire", "1s"])
+        defer { mount.stop() }
+        let file = mount.path(origin.baseURL + "/changing.jpg")
+        #expect(PosixFile.read(file) == .success(first))
+        #expect(PosixFile.read(file) == .success(first), "a reread within the expiry")
+        version.current = 2
+        Thread.sleep(forTimeInterval: 1.3)
+        #expect(PosixFile.read(file) == .success(second), "the new bytes, not the kernel's cached pages")
+        #expect(mount.log.contains("invalidating the kernel's cached pages"))
+    }
+
     @Test("with --cache-control, max-age=0 is revalidated on every open and no-store never reaches the disk")
     func cacheControl() throws {
         let origin = try TestOrigin()
@@ -218,6 +243,15 @@ struct CachingIntegrationTests {
     }
 
     // MARK: - Helpers
+
+    final class VersionBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 1
+        var current: Int {
+            get { lock.withLock { value } }
+            set { lock.withLock { value = newValue } }
+        }
+    }
 
     static func largestFile(under root: String) -> String? {
         let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).map { "\(root)/\($0)" }

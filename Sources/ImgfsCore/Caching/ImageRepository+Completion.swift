@@ -31,10 +31,6 @@ extension ImageRepository {
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
-        if let fallback, Self.differs(fallback, from: metadata) {
-            let handler = contentChangeHandlerSnapshot()
-            DispatchQueue.global().async { handler?(url) }
-        }
         guard decision.store, let disk else {
             disk?.remove(key: key)
             return endFlight(key, download)
@@ -141,10 +137,6 @@ extension ImageRepository {
         return ImageSlice(bytes: bytes, offset: offset, count: min(count, size - offset))
     }
 
-    private static func differs(_ old: Source, from new: ImageMetadata) -> Bool {
-        guard let before = currentMetadata(old) else { return true }
-        return before.size != new.size || before.etag != new.etag || before.lastModified != new.lastModified
-    }
 }
 
 // MARK: - Bookkeeping

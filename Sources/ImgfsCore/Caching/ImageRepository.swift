@@ -95,7 +95,8 @@ public final class ImageRepository: @unchecked Sendable {
         contentChangeHandler.withLock { $0 }
     }
 
-    /// Called (on a background thread) when a refreshed image's bytes differ from the copy served before.
+    /// Called (on the fetching thread, before anyone is served the new bytes) when a cached image is being replaced by a
+    /// new body from the origin.
     public func onContentChanged(_ handler: @escaping @Sendable (ImageURL) -> Void) {
         contentChangeHandler.withLock { $0 = handler }
     }
@@ -187,7 +188,7 @@ public final class ImageRepository: @unchecked Sendable {
     func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
         let key = url.cacheKey
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
-        let cachedNow = state.withLock { $0.inFlight[key] } == nil ? cachedSource(key) : nil
+        let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? cachedSource(key, counting: true) : nil
         let step = state.withLock { state -> Step in
             if let flight = state.inFlight[key] {
                 state.counters.joined += 1
@@ -195,7 +196,9 @@ public final class ImageRepository: @unchecked Sendable {
                 return .answer(.success(.download(flight.download)))
             }
             let failure = _recentFailure(key, &state)
-            if let cached = cachedNow {
+            // A transfer may have finished (and filed its bytes) since the look-up above: look again before starting
+            // another. Only this rare path reads under the lock.
+            if let cached = cachedBefore ?? cachedSource(key, counting: false) {
                 let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
                 if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached)) {
                     return .answer(.success(cached))
@@ -220,10 +223,15 @@ public final class ImageRepository: @unchecked Sendable {
         case .start(let download, let request, let fallback):
             logger.debug(fallback == nil ? "fetching" : "revalidating", metadata: ["url": "\(url.withoutFragment)"])
             if let fallback {
-                // Registered first, so the copy is renewed before any waiter is answered with it.
+                // Registered first, so it runs before any waiter is answered: a 304 renews the copy; a new body makes
+                // the kernel drop the pages and attributes it cached of the old one.
                 download.whenHeadKnown { [self] result in
-                    guard case .success(let head) = result, head.isNotModified else { return }
-                    notModified(download, key: key, fallback: fallback, head: head)
+                    guard case .success(let head) = result else { return }
+                    if head.isNotModified {
+                        notModified(download, key: key, fallback: fallback, head: head)
+                    } else {
+                        contentChangeHandlerSnapshot()?(download.url)
+                    }
                 }
             }
             download.whenFinished { [self] error in finished(download, key: key, fallback: fallback, error: error) }
@@ -263,8 +271,8 @@ public final class ImageRepository: @unchecked Sendable {
         return nil
     }
 
-    private func cachedSource(_ key: String) -> Source? {
-        if let image = memory.image(forKey: key) { return .memory(image) }
+    private func cachedSource(_ key: String, counting: Bool) -> Source? {
+        if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
     }
 
