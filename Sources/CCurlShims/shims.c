@@ -20,6 +20,12 @@ CURLcode imgfs_easy_setopt_opensocket_callback(CURL *easy, imgfs_curl_opensocket
     return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
 }
 
+CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context) {
+    CURLcode result = curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
+    if (result != CURLE_OK) return result;
+    return curl_easy_setopt(easy, CURLOPT_PREREQDATA, context);
+}
+
 CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

@@ -8,13 +8,16 @@ import Synchronization
 /// Fetches images with one libcurl multi handle driven by one thread of its own.
 ///
 /// Guarantees: at most `maxTransfers` transfers run at once and at most `maxTransfersPerHost` per host, the rest wait
-/// FIFO (without blocking other hosts); connections are reused and HTTP/2 is used where offered; every started
-/// transfer completes exactly once, with ``FetchError/cancelled`` when cancelled or shut down; callers never block.
+/// FIFO (without blocking other hosts); connections are reused and HTTP/2 is used where offered; transient failures
+/// are retried with exponential backoff and jitter (honouring Retry-After up to a bound) without the observer seeing
+/// anything twice; a URL the address policy refuses is never requested; every started transfer completes exactly once,
+/// with ``FetchError/cancelled`` when cancelled or shut down; callers never block.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private struct Inbox {
         var submitted: [CurlTransfer] = []
-        var cancelled: [ObjectIdentifier] = []
+        var cancelled: [Int] = []
         var stopping = false
+        var nextID = 1
     }
 
     private let configuration: FetcherConfiguration
@@ -22,10 +25,10 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let inbox = Mutex(Inbox())
     private let stopped = DispatchSemaphore(value: 0)
-    private let isRunning = Atomic<Bool>(false)
     // Owned by the fetcher thread:
     private var queue: AdmissionQueue<CurlTransfer>
     private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
+    private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
 
     public init(configuration: FetcherConfiguration, logger: Logger) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -33,23 +36,34 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         self.logger = logger
         self.multi = curl_multi_init()
         self.queue = AdmissionQueue(maxActive: configuration.maxTransfers, maxPerHost: configuration.maxTransfersPerHost)
+        if configuration.insecure {
+            logger.warning("--insecure: TLS certificates and host names are NOT verified")
+        }
         let thread = Thread { [self] in run() }
         thread.name = "imgfs-curl"
-        isRunning.store(true, ordering: .sequentiallyConsistent)
         thread.start()
     }
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
-        guard let transfer = CurlTransfer(request: request, observer: observer, configuration: configuration) else {
+        if let refusal = configuration.addressPolicy.refusal(host: request.url.host) {
+            logger.warning("refused: \(refusal)", metadata: ["url": "\(request.url)"])
+            observer.transferDidComplete(error: .refused(refusal))
+            return CurlTransferHandle(fetcher: nil, id: 0)
+        }
+        let id = inbox.withLock { inbox in
+            defer { inbox.nextID += 1 }
+            return inbox.nextID
+        }
+        guard let transfer = CurlTransfer(id: id, request: request, observer: observer, configuration: configuration) else {
             observer.transferDidComplete(error: .transport("curl_easy_init failed"))
-            return CurlTransferHandle(fetcher: nil, id: ObjectIdentifier(observer))
+            return CurlTransferHandle(fetcher: nil, id: id)
         }
         let accepted = inbox.withLock { inbox in
             if !inbox.stopping { inbox.submitted.append(transfer) }
             return !inbox.stopping
         }
         if accepted { curl_multi_wakeup(multi) } else { transfer.complete(error: .cancelled) }
-        return CurlTransferHandle(fetcher: self, id: ObjectIdentifier(transfer))
+        return CurlTransferHandle(fetcher: self, id: id)
     }
 
     /// Cancels every transfer, stops the thread and waits for it. Later transfers complete as cancelled at once.
@@ -63,7 +77,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         stopped.wait()
     }
 
-    fileprivate func cancel(_ id: ObjectIdentifier) {
+    fileprivate func cancel(_ id: Int) {
         inbox.withLock { $0.cancelled.append(id) }
         curl_multi_wakeup(multi)
     }
@@ -81,10 +95,11 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             if stopping { break }
             for transfer in submitted { queue.enqueue(transfer, host: transfer.url.hostKey) }
             cancelled.forEach(cancelNow)
+            enqueueDueRetries()
             admitWaiting()
             curl_multi_perform(multi, &stillRunning)
             collectFinished()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         tearDown()
         stopped.signal()
@@ -104,19 +119,41 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             guard let easy, let (transfer, host) = active.removeValue(forKey: easy) else { continue }
             curl_multi_remove_handle(multi, easy)
             queue.finished(host: host)
-            transfer.complete(code)
+            if let delay = transfer.retryDelay(code), let retry = CurlTransfer(retrying: transfer) {
+                logger.info("retrying in \(String(format: "%.2f", delay)) s (attempt \(retry.attempt + 1) of \(configuration.retries + 1)): \(transfer.failureDescription(code))",
+                            metadata: ["url": "\(transfer.url)"])
+                delayed.append((.now + .milliseconds(Int(delay * 1000)), retry))
+            } else {
+                transfer.complete(code)
+            }
         }
         if queue.waitingCount > 0 { admitWaiting() }
     }
 
-    private func cancelNow(_ id: ObjectIdentifier) {
-        if let (easy, entry) = active.first(where: { ObjectIdentifier($0.value.transfer) == id }) {
+    private func enqueueDueRetries() {
+        let now = ContinuousClock.now
+        let due = delayed.filter { $0.due <= now }
+        delayed.removeAll { $0.due <= now }
+        for (_, transfer) in due { queue.enqueue(transfer, host: transfer.url.hostKey) }
+    }
+
+    /// Milliseconds to wait for activity: at most a second, less when a retry falls due sooner.
+    private func pollTimeout() -> Int32 {
+        guard let next = delayed.map(\.due).min() else { return 1000 }
+        let wait = ContinuousClock.now.duration(to: next)
+        return Int32(max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
+    }
+
+    private func cancelNow(_ id: Int) {
+        if let (easy, entry) = active.first(where: { $0.value.transfer.id == id }) {
             active[easy] = nil
             curl_multi_remove_handle(multi, easy)
             queue.finished(host: entry.host)
             entry.transfer.complete(error: .cancelled)
-        } else if let waiting = queue.removeWaiting(where: { ObjectIdentifier($0) == id }) {
+        } else if let waiting = queue.removeWaiting(where: { $0.id == id }) {
             waiting.complete(error: .cancelled)
+        } else if let index = delayed.firstIndex(where: { $0.transfer.id == id }) {
+            delayed.remove(at: index).transfer.complete(error: .cancelled)
         }
     }
 
@@ -127,6 +164,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         }
         active.removeAll()
         queue.removeAllWaiting().forEach { $0.complete(error: .cancelled) }
+        delayed.forEach { $0.transfer.complete(error: .cancelled) }
+        delayed.removeAll()
         let late = inbox.withLock { inbox in
             defer { inbox.submitted.removeAll() }
             return inbox.submitted
@@ -139,7 +178,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
 /// Cancels one transfer of a ``CurlFetcher``.
 struct CurlTransferHandle: TransferHandle {
     weak var fetcher: CurlFetcher?
-    let id: ObjectIdentifier
+    let id: Int
 
     func cancel() { fetcher?.cancel(id) }
 }

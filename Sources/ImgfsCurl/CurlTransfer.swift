@@ -1,32 +1,62 @@
 import CCurl
 import CCurlShims
+import Foundation
 import ImgfsCore
 
-/// One libcurl easy handle and what it has seen; lives on the fetcher's thread only (not thread safe).
+/// One attempt of one transfer: a libcurl easy handle and what it has seen. Lives on the fetcher's thread only.
 ///
-/// Guarantees: the observer sees the head of the final 2xx response before any body byte, body bytes in order, and
-/// exactly one completion (``complete(_:)`` is idempotent). A final non-2xx response is aborted at its header.
+/// Guarantees: across all attempts of a transfer the observer sees the head of the final 2xx (or 304) response once,
+/// before any body byte, and the body bytes once each, in order (a retry skips the bytes an earlier attempt delivered,
+/// after checking the image did not change); and exactly one completion. A final non-2xx response is aborted at its
+/// header. Every request, redirects included, is checked against the address policy after connecting and before
+/// anything is sent.
 final class CurlTransfer: @unchecked Sendable {
+    /// The same for every attempt of one transfer (what cancellation names).
+    let id: Int
     let request: FetchRequest
     var url: ImageURL { request.url }
     let observer: any TransferObserving
     let easy: UnsafeMutableRawPointer
+    /// 0 for the first attempt.
+    let attempt: Int
+    private let configuration: FetcherConfiguration
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var headerList: UnsafeMutablePointer<curl_slist>?
     private var head = ResponseHead(status: 0)
     private var sawLocation = false
-    private var headDelivered = false
+    private var retryAfter: Double?
     private var rejectedStatus: Int?
-    private var received = 0
+    private var refusal: String?
+    private var observerStopped = false
+    private var changedBetweenAttempts = false
     private var completed = false
-    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The head delivered by this or an earlier attempt.
+    private(set) var deliveredHead: ResponseHead?
+    /// Body bytes delivered to the observer, by all attempts so far.
+    private(set) var delivered: Int
+    /// Body bytes of this attempt's response seen so far (to skip what earlier attempts delivered).
+    private var position = 0
 
-    init?(request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration) {
+    init?(id: Int, request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration,
+          attempt: Int = 0, deliveredHead: ResponseHead? = nil, delivered: Int = 0) {
         guard let easy = curl_easy_init() else { return nil }
+        self.id = id
         self.request = request
         self.observer = observer
         self.easy = easy
+        self.attempt = attempt
+        self.configuration = configuration
+        self.deliveredHead = deliveredHead
+        self.delivered = delivered
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        configure(configuration)
+        configure()
+    }
+
+    /// The next attempt of `previous`.
+    convenience init?(retrying previous: CurlTransfer) {
+        self.init(id: previous.id, request: previous.request, observer: previous.observer,
+                  configuration: previous.configuration, attempt: previous.attempt + 1,
+                  deliveredHead: previous.deliveredHead, delivered: previous.delivered)
     }
 
     deinit {
@@ -37,7 +67,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: - Set-up
 
-    private func configure(_ configuration: FetcherConfiguration) {
+    private func configure() {
         let context = Unmanaged.passUnretained(self).toOpaque()
         imgfs_easy_setopt_string(easy, CURLOPT_URL, url.requestString)
         imgfs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -51,6 +81,13 @@ final class CurlTransfer: @unchecked Sendable {
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallSeconds)
         imgfs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
         imgfs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        // Decode a compressed body (gzip, deflate, br) should an origin send one; its Content-Length is then the
+        // compressed size and is ignored (ResponseHead).
+        imgfs_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, "")
+        if configuration.insecure {
+            imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
+            imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
+        }
         if url.scheme == "https" {
             // Wait for an HTTP/2 connection to multiplex on rather than opening another (only for https: against an
             // HTTP/1.1 origin it would hold new transfers back until the first response).
@@ -61,6 +98,7 @@ final class CurlTransfer: @unchecked Sendable {
         if let lastModified = request.lastModified { headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))") }
         for header in headers { headerList = curl_slist_append(headerList, header) }
         imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
+        imgfs_easy_setopt_prereq_callback(easy, curlPrereqCallback, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         imgfs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteCallback)
@@ -69,6 +107,16 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: - Callbacks (fetcher thread)
 
+    /// Before each request (after connecting): whether the policy allows this host and connected address.
+    func allowRequest(primaryAddress: String) -> Bool {
+        var effective: UnsafePointer<CChar>?
+        imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        let host = effective.flatMap { try? ImageURL(String(cString: $0)) }?.host
+        refusal = host.flatMap { configuration.addressPolicy.refusal(host: $0) }
+            ?? configuration.addressPolicy.refusal(numericAddress: primaryAddress)
+        return refusal == nil
+    }
+
     /// One header line; returns false to abort the transfer.
     func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
         let text = String(decoding: line, as: UTF8.self)
@@ -76,10 +124,13 @@ final class CurlTransfer: @unchecked Sendable {
             let fields = text.split(separator: " ", maxSplits: 2)
             head = ResponseHead(status: fields.count > 1 ? Int(fields[1]) ?? 0 : 0)
             sawLocation = false
+            retryAfter = nil
             return true
         }
         if text == "\r\n" || text == "\n" { return endOfHeader() }
-        if text.lowercased().hasPrefix("location:") { sawLocation = true }
+        let lower = text.lowercased()
+        if lower.hasPrefix("location:") { sawLocation = true }
+        if lower.hasPrefix("retry-after:") { retryAfter = Self.retryAfterSeconds(String(text.dropFirst(12))) }
         head.apply(headerLine: text)
         return true
     }
@@ -90,9 +141,14 @@ final class CurlTransfer: @unchecked Sendable {
         case 300..<400 where sawLocation: return true
         case 200..<300,
              304 where request.isConditional:
-            headDelivered = true
-            observer.transferDidReceive(head: head)
-            return true
+            if let earlier = deliveredHead {
+                // A retry: the bytes delivered before must be the start of this body.
+                changedBetweenAttempts = earlier.contentLength != head.contentLength || earlier.etag != head.etag
+                return !changedBetweenAttempts
+            }
+            deliveredHead = head
+            observerStopped = !observer.transferDidReceive(head: head)
+            return !observerStopped
         default:
             rejectedStatus = head.status
             return false
@@ -101,17 +157,41 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Body bytes; returns false to abort the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard headDelivered else { return false }
-        received += bytes.count
-        observer.transferDidReceive(bytes: bytes)
-        return true
+        guard deliveredHead != nil else { return false }
+        let skip = min(bytes.count, max(0, delivered - position))
+        position += bytes.count
+        guard skip < bytes.count else { return true }
+        let fresh = UnsafeRawBufferPointer(rebasing: bytes[skip...])
+        delivered += fresh.count
+        observerStopped = !observer.transferDidReceive(bytes: fresh)
+        return !observerStopped
     }
 
     // MARK: - Completion
 
+    /// How long to wait before retrying, when the failure with `code` is transient and attempts remain.
+    func retryDelay(_ code: CURLcode) -> Double? {
+        guard attempt < configuration.retries, !observerStopped, refusal == nil, !changedBetweenAttempts else { return nil }
+        if let status = rejectedStatus {
+            guard status == 429 || (500..<600).contains(status) else { return nil }
+            if let retryAfter { return min(retryAfter, configuration.maxRetryAfter) }
+        } else {
+            let transient: Set<UInt32> = [CURLE_COULDNT_CONNECT.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_SEND_ERROR.rawValue,
+                                          CURLE_PARTIAL_FILE.rawValue, CURLE_GOT_NOTHING.rawValue, CURLE_HTTP2.rawValue,
+                                          CURLE_HTTP2_STREAM.rawValue]
+            guard transient.contains(code.rawValue) else { return nil }
+        }
+        let backoff = configuration.retryBaseDelay * Double(1 << attempt)
+        return backoff * Double.random(in: 0.5...1.5)
+    }
+
+    /// What went wrong, for logs.
+    func failureDescription(_ code: CURLcode) -> String { fetchError(code).description }
+
     /// Reports the end of the transfer (once).
     func complete(_ code: CURLcode) {
-        complete(error: code == CURLE_OK && rejectedStatus == nil ? nil : fetchError(code))
+        let failed = code != CURLE_OK || rejectedStatus != nil
+        complete(error: failed ? fetchError(code) : nil)
     }
 
     func complete(error: FetchError?) {
@@ -122,14 +202,23 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func fetchError(_ code: CURLcode) -> FetchError {
         if let rejectedStatus { return .httpStatus(rejectedStatus) }
+        if let refusal { return .refused(refusal) }
+        if changedBetweenAttempts { return .transport("the image changed between attempts") }
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT: return .timedOut(detail)
         case CURLE_COULDNT_RESOLVE_HOST: return .unresolvable(detail)
         case CURLE_COULDNT_CONNECT: return .unreachable(detail)
-        case CURLE_PARTIAL_FILE: return .truncated(expected: head.contentLength ?? received, received: received)
+        case CURLE_PARTIAL_FILE: return .truncated(expected: deliveredHead?.contentLength ?? delivered, received: delivered)
         default: return .transport(detail)
         }
+    }
+
+    /// Retry-After as seconds from now: a number, or an HTTP date.
+    private static func retryAfterSeconds(_ value: String) -> Double? {
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let seconds = Double(trimmed) { return max(0, seconds) }
+        return HTTPDate.parse(trimmed).map { max(0, $0.timeIntervalSinceNow) }
     }
 }
 
@@ -147,4 +236,9 @@ private let curlHeaderCallback: imgfs_curl_data_callback = { data, size, count, 
 private let curlWriteCallback: imgfs_curl_data_callback = { data, size, count, context in
     let length = size * count
     return transfer(context).receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+private let curlPrereqCallback: imgfs_curl_prereq_callback = { context, primaryAddress, _, _, _ in
+    let allowed = transfer(context).allowRequest(primaryAddress: primaryAddress.map { String(cString: $0) } ?? "")
+    return allowed ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }

@@ -1,4 +1,6 @@
-/// Limits and timeouts of the libcurl fetcher.
+import ImgfsCore
+
+/// Limits, timeouts, retries and network policy of the libcurl fetcher.
 public struct FetcherConfiguration: Sendable {
     /// Transfers running at once; more wait in a FIFO queue.
     public var maxTransfers = 16
@@ -13,6 +15,16 @@ public struct FetcherConfiguration: Sendable {
     public var totalTimeout = 120.0
     /// Redirects followed at most.
     public var maxRedirects = 10
+    /// Retries of transient failures (connect errors, resets, truncated bodies, 5xx, 429).
+    public var retries = 3
+    /// The first retry waits about this long (with jitter); each later one twice as long.
+    public var retryBaseDelay = 0.25
+    /// The longest Retry-After honoured, in seconds.
+    public var maxRetryAfter = 30.0
+    /// Which hosts and addresses may be contacted.
+    public var addressPolicy = AddressPolicy()
+    /// Skip TLS certificate and host name verification (`--insecure`).
+    public var insecure = false
     /// The User-Agent header.
     public var userAgent = "imgfs"
 

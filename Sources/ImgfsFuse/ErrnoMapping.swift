@@ -16,6 +16,8 @@ extension FilesystemError {
         case .invalidName: EINVAL
         case .interrupted: EINTR
         case .stale: ESTALE
+        case .fileTooLarge: EFBIG
+        case .notAnImage: EMEDIUMTYPE
         }
     }
 }

@@ -19,20 +19,11 @@ struct MountCommand: ParsableCommand {
     @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
-    @Option(name: .short, help: "FUSE mount options, comma separated (e.g. allow_other).")
+    @Option(name: .short, help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
     var options: [String] = []
 
-    @Option(help: "Transfers running at once.")
-    var maxTransfers = 16
-
-    @Option(help: "Transfers running at once per host (scheme, host and port).")
-    var maxTransfersPerHost = 6
-
-    @Option(help: "Seconds to wait for a connection.")
-    var connectTimeout = 10.0
-
-    @Option(help: "Seconds a whole transfer may take.")
-    var timeout = 120.0
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
 
     @OptionGroup(title: "Caching")
     var cache: CacheOptions
@@ -41,7 +32,6 @@ struct MountCommand: ParsableCommand {
     var logLevel = "info"
 
     func validate() throws {
-        guard maxTransfers > 0, maxTransfersPerHost > 0 else { throw ValidationError("limits must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
     }
 
@@ -61,10 +51,15 @@ struct MountCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "imgfs")
-        let fetcher = CurlFetcher(configuration: fetcherConfiguration(), logger: logger)
+        let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        let fetcher = CurlFetcher(configuration: network.fetcherConfiguration(fuseOptions: fuseOptions,
+                                                                              userAgent: "imgfs/\(Imgfs.version)"),
+                                  logger: logger)
+        var repositoryConfiguration = try cache.repositoryConfiguration()
+        repositoryConfiguration.limits = try network.limits()
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
                                          disk: try openDiskCache(in: cacheDirectory, logger: logger),
-                                         configuration: try cache.repositoryConfiguration(), logger: logger)
+                                         configuration: repositoryConfiguration, logger: logger)
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
@@ -74,8 +69,7 @@ struct MountCommand: ParsableCommand {
         }
         let mount: FuseMount
         do {
-            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath,
-                                  options: options.flatMap { $0.split(separator: ",").map(String.init) }, logger: logger)
+            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: fuseOptions, logger: logger)
         } catch {
             pressure.stop()
             fetcher.shutdown()
@@ -87,16 +81,6 @@ struct MountCommand: ParsableCommand {
             fetcher.shutdown()
         }
         logger.notice("unmounted \(mountPath)")
-    }
-
-    private func fetcherConfiguration() -> FetcherConfiguration {
-        var configuration = FetcherConfiguration()
-        configuration.maxTransfers = maxTransfers
-        configuration.maxTransfersPerHost = maxTransfersPerHost
-        configuration.connectTimeout = connectTimeout
-        configuration.totalTimeout = timeout
-        configuration.userAgent = "imgfs/\(Imgfs.version)"
-        return configuration
     }
 
     private func openDiskCache(in directory: URL, logger: Logger) throws -> DiskCache {

@@ -9,8 +9,10 @@ struct ImageFilesystemTests {
     private let registry = LongNameRegistry(directory: nil)
 
     init() {
+        var configuration = ImageRepository.Configuration()
+        configuration.limits.requireImage = false
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: .init(), logger: .init(label: "test"))
+                                         configuration: configuration, logger: .init(label: "test"))
         filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
     }
 

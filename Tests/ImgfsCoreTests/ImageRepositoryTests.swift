@@ -14,6 +14,7 @@ struct ImageRepositoryTests {
         var configuration = ImageRepository.Configuration()
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
+        configuration.limits.requireImage = false
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
                                configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now })
     }
@@ -157,11 +158,11 @@ struct ImageRepositoryTests {
         _ = repository.prepare(url)
         let observer = fetcher.transfers[0].observer
         observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: 4))
-        [UInt8]([1, 2]).withUnsafeBytes { observer.transferDidReceive(bytes: $0) }
+        [UInt8]([1, 2]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         let replies = Replies<Result<[UInt8], FetchError>>()
         repository.read(url, offset: 0, count: 4) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
         #expect(repository.purgeMemory(reason: "test") == 0)
-        [UInt8]([3, 4]).withUnsafeBytes { observer.transferDidReceive(bytes: $0) }
+        [UInt8]([3, 4]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         observer.transferDidComplete(error: nil)
         #expect(replies.all == [.success([1, 2, 3, 4])])
         #expect(repository.statistics().memoryBytes == 4)

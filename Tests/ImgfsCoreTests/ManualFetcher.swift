@@ -25,15 +25,15 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
         let observer = transfers[index].observer
         var head = ResponseHead(status: 200, contentLength: contentLength ? body.count : nil, contentType: "image/png", etag: etag)
         head.cacheControl = cacheControl
-        observer.transferDidReceive(head: head)
-        body.withUnsafeBytes { observer.transferDidReceive(bytes: $0) }
+        _ = observer.transferDidReceive(head: head)
+        body.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         observer.transferDidComplete(error: nil)
     }
 
     /// Answers transfer `index` (a revalidation) with 304 Not Modified.
     func respondNotModified(_ index: Int) {
         let observer = transfers[index].observer
-        observer.transferDidReceive(head: ResponseHead(status: 304))
+        _ = observer.transferDidReceive(head: ResponseHead(status: 304))
         observer.transferDidComplete(error: nil)
     }
 

@@ -15,6 +15,11 @@ CURLcode imgfs_easy_setopt_string(CURL *easy, CURLoption option, const char *val
 CURLcode imgfs_easy_setopt_data_callback(CURL *easy, CURLoption option, imgfs_curl_data_callback callback);
 CURLcode imgfs_easy_setopt_opensocket_callback(CURL *easy, imgfs_curl_opensocket_callback callback);
 
+/// Called after a connection is made (or reused) and before each request is sent, redirects included.
+typedef int (*imgfs_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port,
+                                          int local_port);
+CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context);
+
 CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLcode imgfs_easy_getinfo_offt(CURL *easy, CURLINFO info, curl_off_t *value);
 CURLcode imgfs_easy_getinfo_pointer(CURL *easy, CURLINFO info, void **value);

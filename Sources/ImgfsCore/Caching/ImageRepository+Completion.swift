@@ -48,6 +48,10 @@ extension ImageRepository {
                         try whole.withUnsafeBytes { _ = try disk.store(record, body: $0) }
                     }
                 }
+            } catch DiskCacheError.noSpace {
+                if shouldReportFullDisk() {
+                    logger.error("disk cache: no space left on device (ENOSPC); serving from memory and the network, nothing partial is kept (reported once a minute)")
+                }
             } catch {
                 logger.warning("could not write the disk cache: \(error)", metadata: ["url": "\(url)"])
             }
@@ -152,6 +156,16 @@ extension ImageRepository {
     func endFlight(_ key: String, _ download: Download) {
         withState { state in
             if state.inFlight[key]?.download === download { state.inFlight[key] = nil }
+        }
+    }
+
+    /// Whether a full disk should be logged now (at most once a minute).
+    func shouldReportFullDisk() -> Bool {
+        withState { state in
+            let now = now()
+            guard now.timeIntervalSince(state.lastFullDiskReport) >= 60 else { return false }
+            state.lastFullDiskReport = now
+            return true
         }
     }
 

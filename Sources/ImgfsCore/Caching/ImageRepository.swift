@@ -27,6 +27,8 @@ public final class ImageRepository: @unchecked Sendable {
         /// An image the origin vouched for this recently is fresh whatever its expiry, so that one program's lookup,
         /// open and reads see one fetch even of a `no-store` or `max-age=0` image.
         public var minimumFreshness: TimeInterval = 1
+        /// What a body must satisfy (size cap, image signature).
+        public var limits = Download.Limits()
 
         public init() {}
     }
@@ -65,6 +67,7 @@ public final class ImageRepository: @unchecked Sendable {
         /// Keys fetched in this session (for the reload policy).
         var fetchedThisSession: Set<String> = []
         var counters = RepositoryCounters()
+        var lastFullDiskReport = Date.distantPast
     }
 
     let memory: MemoryCache
@@ -245,7 +248,7 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     private func _start(_ url: ImageURL, _ state: inout State, request: FetchRequest, fallback: Source?) -> Step {
-        let download = Download(url: url.withoutFragment)
+        let download = Download(url: url.withoutFragment, limits: configuration.limits)
         state.inFlight[url.cacheKey] = InFlight(download: download, fallback: fallback)
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

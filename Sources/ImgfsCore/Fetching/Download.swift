@@ -35,25 +35,31 @@ public final class Download: TransferObserving, @unchecked Sendable {
         var rangeWaiters: [RangeWaiter] = []
         var finishHandlers: [@Sendable (FetchError?) -> Void] = []
         var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
+        /// Whether the first bytes were checked to be an image (or need not be).
+        var verified = false
+    }
+
+    /// What a body must satisfy to be served.
+    public struct Limits: Sendable {
+        /// The largest body accepted (`--max-size`).
+        public var maxSize = 64 << 20
+        /// Whether the body must start with a known image signature (off with `--allow-any-type`).
+        public var requireImage = true
+
+        public init(maxSize: Int = 64 << 20, requireImage: Bool = true) {
+            self.maxSize = maxSize
+            self.requireImage = requireImage
+        }
     }
 
     /// The URL being fetched.
     public let url: ImageURL
+    public let limits: Limits
     private let state = Mutex(State())
 
-    public init(url: ImageURL) {
+    public init(url: ImageURL, limits: Limits = Limits()) {
         self.url = url
-    }
-
-    /// A finished download of `bytes`, for content that is already at hand.
-    public init(url: ImageURL, completeWith bytes: ImageBytes, head: ResponseHead) {
-        self.url = url
-        state.withLock { state in
-            state.phase = .complete
-            state.head = head
-            state.bytes = bytes
-            state.received = bytes.count
-        }
+        self.limits = limits
     }
 
     // MARK: - What readers see
@@ -119,12 +125,18 @@ public final class Download: TransferObserving, @unchecked Sendable {
 
     // MARK: - TransferObserving
 
-    public func transferDidReceive(head: ResponseHead) {
+    @discardableResult
+    public func transferDidReceive(head: ResponseHead) -> Bool {
+        if !head.isNotModified, let length = head.contentLength, length > limits.maxSize {
+            transferDidComplete(error: .tooLarge(size: length, limit: limits.maxSize))
+            return false
+        }
         let (headWaiters, metadataWaiters, metadata) = state.withLock { state -> ([@Sendable (Result<ResponseHead, FetchError>) -> Void], [MetadataReply], ImageMetadata?) in
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
             state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength)
+            state.verified = !limits.requireImage || head.isNotModified
             defer { state.headWaiters.removeAll() }
             guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
             defer { state.metadataWaiters.removeAll() }
@@ -132,25 +144,55 @@ public final class Download: TransferObserving, @unchecked Sendable {
         }
         headWaiters.forEach { $0(.success(head)) }
         if let metadata { metadataWaiters.forEach { $0(.success(metadata)) } }
+        return true
     }
 
-    public func transferDidReceive(bytes: UnsafeRawBufferPointer) {
-        let buffer = state.withLock { $0.bytes }
+    @discardableResult
+    public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
+        let (buffer, alreadyFailed) = state.withLock { state in
+            if case .failed = state.phase { return (state.bytes, true) }
+            return (state.bytes, false)
+        }
+        guard !alreadyFailed else { return false }
+        guard buffer.count + bytes.count <= limits.maxSize else {
+            transferDidComplete(error: .tooLarge(size: nil, limit: limits.maxSize))
+            return false
+        }
         buffer.append(bytes)
-        let ready = state.withLock { state -> [(RangeWaiter, ImageSlice)] in
+        let (ready, rejection) = state.withLock { state -> ([(RangeWaiter, ImageSlice)], FetchError?) in
             state.received = buffer.count
-            return Self.takeSatisfiedWaiters(&state)
+            if !state.verified && state.received >= ImageSignature.bytesNeeded {
+                if let rejection = Self.signatureRejection(buffer) { return ([], rejection) }
+                state.verified = true
+            }
+            return (Self.takeSatisfiedWaiters(&state), nil)
+        }
+        if let rejection {
+            transferDidComplete(error: rejection)
+            return false
         }
         ready.forEach { waiter, slice in waiter.reply(.success(slice)) }
+        return true
     }
 
     public func transferDidComplete(error: FetchError?) {
+        let ended = state.withLock { state -> Bool in
+            switch state.phase {
+            case .complete, .failed: return true
+            case .waitingForHead, .receiving: return false
+            }
+        }
+        guard !ended else { return }
         let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock { state -> ([MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void], [@Sendable (Result<ResponseHead, FetchError>) -> Void], Result<ImageMetadata, FetchError>) in
             var failure = error
             if failure == nil, state.head?.isNotModified == false, let expected = state.head?.contentLength, expected != state.received {
                 failure = .truncated(expected: expected, received: state.received)
             }
             if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
+            if failure == nil && !state.verified {
+                failure = Self.signatureRejection(state.bytes)
+                state.verified = failure == nil
+            }
             if let failure {
                 state.phase = .failed(failure, at: .now)
                 state.bytes = ImageBytes()
@@ -195,8 +237,15 @@ public final class Download: TransferObserving, @unchecked Sendable {
                              fetchedAt: state.headReceivedAt)
     }
 
-    /// The slice for a read if it can be answered now.
+    /// Why the body is not served as an image, judged on its first bytes; nil when it starts like one.
+    private static func signatureRejection(_ bytes: ImageBytes) -> FetchError? {
+        let prefix = bytes.copyBytes(offset: 0, count: ImageSignature.bytesNeeded)
+        return ImageSignature.detect(prefix) == nil ? .notAnImage(ImageSignature.describe(prefix)) : nil
+    }
+
+    /// The slice for a read if it can be answered now (never before the body was checked to be an image).
     private static func slice(of state: State, offset: Int, count: Int) -> ImageSlice? {
+        guard state.verified || state.phase == .complete else { return nil }
         let known = metadata(of: state)?.size
         let end = min(offset + count, known ?? Int.max)
         if let known, offset >= known { return .empty }

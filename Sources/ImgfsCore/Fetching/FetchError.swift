@@ -16,6 +16,12 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case cancelled
     /// Not cached, and the cache-only policy forbids fetching.
     case notCached
+    /// The body is larger than the limit (its size when announced).
+    case tooLarge(size: Int?, limit: Int)
+    /// The body does not start like any image format imgfs knows; the text says what it looks like.
+    case notAnImage(String)
+    /// The request was refused by imgfs's own policy (private network, host not allowed); the text says why.
+    case refused(String)
 
     public var description: String {
         switch self {
@@ -27,6 +33,10 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .transport(let why): "transfer failed: \(why)"
         case .cancelled: "cancelled"
         case .notCached: "not cached, and the policy is cache-only"
+        case .tooLarge(let size?, let limit): "the image is \(size) bytes, over the limit of \(limit) (--max-size)"
+        case .tooLarge(nil, let limit): "the body grew over the limit of \(limit) bytes (--max-size)"
+        case .notAnImage(let what): "not an image: the body is \(what) (--allow-any-type serves it anyway)"
+        case .refused(let why): "refused: \(why)"
         }
     }
 
@@ -46,6 +56,9 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .httpStatus(401), .httpStatus(403): .accessDenied
         case .timedOut: .timedOut
         case .cancelled: .interrupted
+        case .tooLarge: .fileTooLarge
+        case .notAnImage: .notAnImage
+        case .refused: .accessDenied
         case .httpStatus, .unresolvable, .unreachable, .truncated, .transport: .ioFailure
         }
     }

@@ -4,10 +4,13 @@ import Foundation
 ///
 /// Implementations must be thread safe: events may arrive on any thread (never two at once for one transfer).
 public protocol TransferObserving: AnyObject, Sendable {
-    /// The final response is a 2xx with this head; body bytes follow.
-    func transferDidReceive(head: ResponseHead)
-    /// More body bytes, valid only during the call.
-    func transferDidReceive(bytes: UnsafeRawBufferPointer)
+    /// The final response is a 2xx (or a 304 to a conditional request) with this head; body bytes follow. Returns false
+    /// to stop the transfer (the observer has then failed it itself; the completion that follows does not matter).
+    @discardableResult
+    func transferDidReceive(head: ResponseHead) -> Bool
+    /// More body bytes, valid only during the call. Returns false to stop the transfer, as above.
+    @discardableResult
+    func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool
     /// The transfer ended: nil when the whole body arrived, else why not.
     func transferDidComplete(error: FetchError?)
 }

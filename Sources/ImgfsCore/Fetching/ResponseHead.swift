@@ -15,6 +15,8 @@ public struct ResponseHead: Equatable, Sendable {
     public var expires: Date?
     /// Whether an Expires header was present at all.
     public var hasExpires = false
+    /// Whether the body is content-encoded (compressed) on the wire.
+    public var isEncoded = false
     /// Date, parsed.
     public var date: Date?
 
@@ -36,7 +38,11 @@ public struct ResponseHead: Equatable, Sendable {
         let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
         switch name {
-        case "content-length": contentLength = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        case "content-length" where !isEncoded: contentLength = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        case "content-encoding" where !["", "identity"].contains(value.lowercased()):
+            // The length of an encoded body is not the image's size: that is known once the body is decoded.
+            isEncoded = true
+            contentLength = nil
         case "content-type": contentType = value
         case "etag": etag = value
         case "last-modified": lastModified = HTTPDate.parse(value)

@@ -23,6 +23,10 @@ public enum FilesystemError: Error, Equatable, Sendable {
     case interrupted
     /// The inode is not known (the kernel forgot it). ESTALE.
     case stale
+    /// The image is larger than --max-size. EFBIG.
+    case fileTooLarge
+    /// The body is not an image (HTML, JSON, …). EMEDIUMTYPE ("Wrong medium type").
+    case notAnImage
 
     /// The filesystem error for a name that does not decode to a fetchable URL.
     public init(_ error: NameError) {

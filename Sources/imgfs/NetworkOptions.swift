@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsCurl
+
+/// The network options of `imgfs mount`: limits, timeouts, retries and what may be contacted.
+struct NetworkOptions: ParsableArguments {
+    @Option(help: "Transfers running at once.")
+    var maxTransfers = 16
+
+    @Option(help: "Transfers running at once per host (scheme, host and port).")
+    var maxTransfersPerHost = 6
+
+    @Option(help: "Seconds to wait for a connection.")
+    var connectTimeout = 10.0
+
+    @Option(help: "Seconds a transfer may stay below 1 KiB/s before it is abandoned.")
+    var stallTimeout = 30
+
+    @Option(help: "Seconds a whole transfer may take.")
+    var timeout = 120.0
+
+    @Option(help: "Retries of transient failures (connect errors, resets, 5xx, 429), with exponential backoff.")
+    var retries = 3
+
+    @Option(help: "The largest image served, e.g. 64M; larger ones fail with EFBIG.")
+    var maxSize = "64M"
+
+    @Flag(help: "Serve bodies that do not start like an image (HTML, JSON, …) instead of failing with EMEDIUMTYPE.")
+    var allowAnyType = false
+
+    @Flag(help: "Refuse loopback, link-local, private, CGNAT and ULA addresses (on by default with -o allow_other).")
+    var denyPrivateNetworks = false
+
+    @Option(help: "Fetch only from hosts matching this pattern (example.com, *.example.com); repeatable.")
+    var allowHost: [String] = []
+
+    @Flag(help: "Do not verify TLS certificates (logs a warning).")
+    var insecure = false
+
+    func validate() throws {
+        guard maxTransfers > 0, maxTransfersPerHost > 0 else { throw ValidationError("limits must be at least 1") }
+        guard retries >= 0, stallTimeout > 0, timeout > 0, connectTimeout > 0 else {
+            throw ValidationError("timeouts must be positive and --retries at least 0")
+        }
+        _ = try maxBytes()
+        for pattern in allowHost where !AddressPolicy.isValidHostPattern(pattern) {
+            throw ValidationError("--allow-host: not a host pattern: \(pattern)")
+        }
+    }
+
+    func maxBytes() throws -> Int {
+        guard let bytes = Quantity.bytes(maxSize), bytes > 0 else { throw ValidationError("--max-size: not a size: \(maxSize)") }
+        return bytes
+    }
+
+    /// The fetcher's settings; private networks are refused when asked or when other users can reach the mount.
+    func fetcherConfiguration(fuseOptions: [String], userAgent: String) -> FetcherConfiguration {
+        var configuration = FetcherConfiguration()
+        configuration.maxTransfers = maxTransfers
+        configuration.maxTransfersPerHost = maxTransfersPerHost
+        configuration.connectTimeout = connectTimeout
+        configuration.stallSeconds = stallTimeout
+        configuration.totalTimeout = timeout
+        configuration.retries = retries
+        configuration.insecure = insecure
+        configuration.addressPolicy = AddressPolicy(
+            denyPrivateNetworks: denyPrivateNetworks || fuseOptions.contains("allow_other"), allowedHosts: allowHost)
+        configuration.userAgent = userAgent
+        return configuration
+    }
+
+    func limits() throws -> Download.Limits {
+        Download.Limits(maxSize: try maxBytes(), requireImage: !allowAnyType)
+    }
+}
