@@ -35,6 +35,8 @@ struct CrashAndDiskTests {
         for (index, result) in results.enumerated() {
             #expect(result == .success(images[index % images.count]), "image \(index) after the crash")
         }
+        // Let this mount's own writes finish: their temporary files are not leftovers.
+        #expect(second.waitForStatistics { $0["repository.disk_entries"] == Double(urls.count) })
         let leftovers = (FileManager.default.enumerator(atPath: cache)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".tmp") }
         #expect(leftovers.isEmpty, "temporary files after the restart's sweep: \(leftovers)")
     }
