@@ -12,11 +12,9 @@ struct PurgeCommand: ParsableCommand {
     var mountPoint: String
 
     func run() throws {
-        let path = "\(mountPoint)/.imgfs/stats.json"
-        guard let data = FileManager.default.contents(atPath: path),
-              let document = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+        guard let document = try JSONSerialization.jsonObject(with: StatisticsFile.read(mountPoint)) as? [String: Any],
               let pid = document["pid"] as? Int
-        else { throw ValidationError("\(mountPoint) is not an imgfs mount (no readable \(path))") }
+        else { throw ValidationError("\(mountPoint)/.imgfs/stats.json has no pid") }
         guard kill(pid_t(pid), SIGUSR1) == 0 else {
             throw ValidationError("cannot signal the imgfs daemon (pid \(pid)): \(String(cString: strerror(errno)))")
         }

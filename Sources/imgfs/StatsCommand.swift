@@ -10,10 +10,6 @@ struct StatsCommand: ParsableCommand {
     var mountPoint: String
 
     func run() throws {
-        let path = "\(mountPoint)/.imgfs/stats.json"
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("\(mountPoint) is not an imgfs mount (no \(path))")
-        }
-        FileHandle.standardOutput.write(data)
+        FileHandle.standardOutput.write(try StatisticsFile.read(mountPoint))
     }
 }

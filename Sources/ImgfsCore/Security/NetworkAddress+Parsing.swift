@@ -92,20 +92,11 @@ extension NetworkAddress {
             guard (1...4).contains(part.count) else { return nil }
             var group: UInt16 = 0
             for byte in part {
-                guard let digit = hexDigit(byte) else { return nil }
+                guard let digit = NameCodec.hexValue(byte) else { return nil }
                 group = group << 4 | UInt16(digit)
             }
             groups.append(group)
         }
         return groups
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 }
