@@ -3,6 +3,11 @@ import ArgumentParser
 /// The `imgfs` command: mounts the filesystem and helps to name files in it.
 @main
 struct Imgfs: ParsableCommand {
+    /// Parses the command line after turning imgfs options given in `-o` fstab form into ordinary options.
+    static func main() {
+        main(FstabOptions.rewrite(Array(CommandLine.arguments.dropFirst())))
+    }
+
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(

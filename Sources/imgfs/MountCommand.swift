@@ -31,6 +31,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
+    @Option(help: "Where the background daemon logs (default: <cache-dir>/imgfs.log).")
+    var logFile: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
     }
@@ -40,7 +43,8 @@ struct MountCommand: ParsableCommand {
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
         try CacheDirectory.create(cacheDirectory)
         if !foreground {
-            try Background.start(mountPoint: mountPath, logFile: cacheDirectory.appendingPathComponent("imgfs.log"))
+            let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
+            try Background.start(mountPoint: mountPath, logFile: log)
             return
         }
         Background.detachIfDaemon()
@@ -74,6 +78,9 @@ struct MountCommand: ParsableCommand {
             pressure.stop()
             fetcher.shutdown()
             throw error
+        }
+        if fuseOptions.contains("allow_other") || network.denyPrivateNetworks {
+            logger.notice("refusing private network addresses (\(network.denyPrivateNetworks ? "--deny-private-networks" : "allow_other: other users can name URLs"))")
         }
         logger.notice("mounted on \(mountPath)", metadata: ["cache": "\(cacheDirectory.path)"])
         mount.serve {
