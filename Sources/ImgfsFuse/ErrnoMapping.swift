@@ -18,6 +18,7 @@ extension FilesystemError {
         case .stale: ESTALE
         case .fileTooLarge: EFBIG
         case .notAnImage: EMEDIUMTYPE
+        case .noAttribute: ENODATA
         }
     }
 }

@@ -109,6 +109,21 @@ final class FuseOperations: @unchecked Sendable {
             info.f_namemax = 255
             fuse_reply_statfs(req, &info)
         }
+        ops.getxattr = { req, inode, name, size in
+            let request = Request(raw: req!)
+            switch context(req).filesystem.extendedAttribute(UInt64(inode), name: String(cString: name!)) {
+            case .success(let value): request.reply(attribute: value, capacity: size)
+            case .failure(let error): request.fail(error)
+            }
+        }
+        ops.listxattr = { req, inode, size in
+            let request = Request(raw: req!)
+            switch context(req).filesystem.extendedAttributes(UInt64(inode)) {
+            case .success(let attributes):
+                request.reply(attribute: attributes.flatMap { Array($0.name.utf8) + [0] }, capacity: size)
+            case .failure(let error): request.fail(error)
+            }
+        }
         installReadOnlyRefusals(&ops)
         return ops
     }

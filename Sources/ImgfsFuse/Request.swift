@@ -31,6 +31,18 @@ struct Request: @unchecked Sendable {
         fuse_reply_attr(raw, &status, timeout)
     }
 
+    /// An extended attribute's value (or a list of names): its size when asked with capacity 0, ERANGE when it does
+    /// not fit.
+    func reply(attribute value: [UInt8], capacity: Int) {
+        if capacity == 0 {
+            fuse_reply_xattr(raw, value.count)
+        } else if capacity < value.count {
+            fuse_reply_err(raw, ERANGE)
+        } else {
+            _ = value.withUnsafeBytes { fuse_reply_buf(raw, $0.baseAddress?.assumingMemoryBound(to: CChar.self), value.count) }
+        }
+    }
+
     func reply(slice: ImageSlice) {
         slice.withSegments { pieces in
             var vectors = pieces.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }

@@ -44,6 +44,7 @@ final class FakeDisk: DiskCaching, @unchecked Sendable {
     func keys() -> [String] { entries.withLock { $0.keys.sorted() } }
     var totalBytes: Int { entries.withLock { $0.values.reduce(0) { $0 + $1.body.count } } }
     var count: Int { entries.withLock { $0.count } }
+    var evictionCount: Int { 0 }
 
     func corrupt(_ key: String) { entries.withLock { $0[key]?.corrupt = true } }
 }

@@ -17,6 +17,7 @@ public protocol DiskCaching: Sendable {
     func keys() -> [String]
     var totalBytes: Int { get }
     var count: Int { get }
+    var evictionCount: Int { get }
 }
 
 extension CacheRecord {

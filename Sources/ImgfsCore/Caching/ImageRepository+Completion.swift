@@ -7,7 +7,7 @@ extension ImageRepository {
     func finished(_ download: Download, key: String, fallback: Source?, error: FetchError?) {
         let url = download.url
         if let error {
-            recordFailure(key, error)
+            recordFailure(key, error, announcedSize: download.head?.contentLength)
             logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])
             if fallback != nil {
                 if error.meansGone {
@@ -23,6 +23,7 @@ extension ImageRepository {
             endFlight(key, download)
             return
         }
+        clearLastError(key)
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         let decision = configuration.expiry.decide(for: head, now: now())
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
@@ -146,11 +147,18 @@ extension ImageRepository {
 // MARK: - Bookkeeping
 
 extension ImageRepository {
-    func recordFailure(_ key: String, _ error: FetchError) {
+    func recordFailure(_ key: String, _ error: FetchError, announcedSize: Int?) {
         withState { state in
-            state.failures[key] = (error, now())
+            state.failures[key] = (error, now(), announcedSize)
             state.counters.failures += 1
+            state.counters.errorsByKind[error.kind, default: 0] += 1
+            if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
+            state.lastErrors[key] = error
         }
+    }
+
+    func clearLastError(_ key: String) {
+        withState { $0.lastErrors[key] = nil }
     }
 
     func endFlight(_ key: String, _ download: Download) {

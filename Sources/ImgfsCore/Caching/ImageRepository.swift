@@ -63,11 +63,13 @@ public final class ImageRepository: @unchecked Sendable {
 
     struct State {
         var inFlight: [String: InFlight] = [:]
-        var failures: [String: (error: FetchError, at: Date)] = [:]
+        var failures: [String: (error: FetchError, at: Date, size: Int?)] = [:]
         /// Keys fetched in this session (for the reload policy).
         var fetchedThisSession: Set<String> = []
         var counters = RepositoryCounters()
         var lastFullDiskReport = Date.distantPast
+        /// The last failure of each URL until it is fetched successfully (for the error attribute); bounded.
+        var lastErrors: [String: FetchError] = [:]
     }
 
     let memory: MemoryCache
@@ -176,7 +178,34 @@ public final class ImageRepository: @unchecked Sendable {
         let (counters, inFlight) = state.withLock { ($0.counters, $0.inFlight.count) }
         return RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
                                     memoryEntries: memory.count, memoryBudget: memory.budget,
-                                    diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0, inFlight: inFlight)
+                                    diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
+                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
+    }
+
+    /// The failure remembered for `url` (within its failure memory) when no cached copy exists, with the size the
+    /// failed response had announced (nil when it never got that far); never fetches.
+    public func knownFailure(_ url: ImageURL) -> (error: FetchError, announcedSize: Int?)? {
+        guard memory.peek(url.cacheKey) == nil, disk?.record(forKey: url.cacheKey) == nil else { return nil }
+        return state.withLock { state in
+            guard state.inFlight[url.cacheKey] == nil, let error = _recentFailure(url.cacheKey, &state) else { return nil }
+            return (error, state.failures[url.cacheKey]?.size)
+        }
+    }
+
+    /// What is known about `url` now, without fetching anything (for extended attributes).
+    public func report(_ url: ImageURL) -> ImageReport {
+        let key = url.cacheKey
+        let (flight, error) = state.withLock { ($0.inFlight[key], $0.lastErrors[key]) }
+        if let image = memory.peek(key) {
+            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: image.expiresAt, error: error)
+        }
+        if let record = disk?.record(forKey: key) {
+            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: record.expiresAt, error: error)
+        }
+        if let flight {
+            return ImageReport(source: .network, metadata: flight.download.currentMetadata, expiresAt: nil, error: error)
+        }
+        return ImageReport(source: nil, metadata: nil, expiresAt: nil, error: error)
     }
 
     // MARK: - Resolution
@@ -267,7 +296,7 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     private func _recentFailure(_ key: String, _ state: inout State) -> FetchError? {
-        guard let (error, at) = state.failures[key] else { return nil }
+        guard let (error, at, _) = state.failures[key] else { return nil }
         let memory = error.meansGone || error.isUnresolvable ? configuration.failureMemory.permanent : configuration.failureMemory.transient
         if now().timeIntervalSince(at) < memory { return error }
         state.failures[key] = nil

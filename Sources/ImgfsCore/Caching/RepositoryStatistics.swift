@@ -14,6 +14,8 @@ public struct RepositoryCounters: Codable, Equatable, Sendable {
     public var staleServed = 0
     /// Reads answered from the disk cache.
     public var diskHits = 0
+    /// Failed transfers by kind of failure (`http_404`, `timeout`, …).
+    public var errorsByKind: [String: Int] = [:]
 }
 
 /// A snapshot of what the caches hold and what they did, for `.imgfs/stats.json`.
@@ -25,6 +27,7 @@ public struct RepositoryStatistics: Codable, Equatable, Sendable {
     public var memoryBudget: Int
     public var diskBytes: Int
     public var diskEntries: Int
+    public var diskEvictions: Int
     public var inFlight: Int
 }
 

@@ -40,6 +40,23 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A short stable name of the kind of failure, for statistics (`http_404`, `timeout`, `not_an_image`, …).
+    public var kind: String {
+        switch self {
+        case .httpStatus(let status): "http_\(status)"
+        case .timedOut: "timeout"
+        case .unresolvable: "dns"
+        case .unreachable: "connect"
+        case .truncated: "truncated"
+        case .transport: "transport"
+        case .cancelled: "cancelled"
+        case .notCached: "not_cached"
+        case .tooLarge: "too_large"
+        case .notAnImage: "not_an_image"
+        case .refused: "refused"
+        }
+    }
+
     /// Whether the origin said the image is gone for good (404, 410): a cached copy is then dropped, not served.
     public var meansGone: Bool { self == .httpStatus(404) || self == .httpStatus(410) }
 

@@ -27,6 +27,8 @@ public enum FilesystemError: Error, Equatable, Sendable {
     case fileTooLarge
     /// The body is not an image (HTML, JSON, …). EMEDIUMTYPE ("Wrong medium type").
     case notAnImage
+    /// No such extended attribute. ENODATA.
+    case noAttribute
 
     /// The filesystem error for a name that does not decode to a fetchable URL.
     public init(_ error: NameError) {

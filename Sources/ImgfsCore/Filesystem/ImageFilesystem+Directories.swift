@@ -17,12 +17,12 @@ extension ImageFilesystem {
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
             ])
         case .control:
-            listing = .entries(leading + [DirectoryEntry(name: Self.statisticsFile, inode: InodeTable.statisticsInode, kind: .file)])
+            listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
             listing = .images(leading: leading, keys: repository.cachedKeys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
-        case .image, .statistics:
+        case .image, .generated:
             return .failure(.notADirectory)
         }
         return .success(listings.withLock { listings in
@@ -55,6 +55,14 @@ extension ImageFilesystem {
     /// Drops an open listing.
     public func closeDirectory(_ handle: UInt64) {
         _ = listings.withLock { $0.open.removeValue(forKey: handle) }
+    }
+
+    /// The content of a generated file now.
+    func content(of file: GeneratedFile) -> [UInt8] {
+        switch file {
+        case .statistics: statisticsJSON()
+        case .metrics: Array(PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime)).utf8)
+        }
     }
 
     /// `.imgfs/stats.json`: the caches' and transfers' counters.

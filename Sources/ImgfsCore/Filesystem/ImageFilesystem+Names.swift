@@ -12,7 +12,8 @@ extension ImageFilesystem {
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
                 return .failure(.notFound)
             case .control:
-                return name == Array(Self.statisticsFile.utf8) ? .success(.statistics) : .failure(.notFound)
+                guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
+                return .success(.generated(file))
             case .images:
                 if name == Array(ImagePath.chunkDirectory.utf8) { return .success(.chunkRoot) }
                 if ImagePath.isDigestName(name) { return .success(.image(try resolveDigest(String(decoding: name, as: UTF8.self)))) }
@@ -21,7 +22,7 @@ extension ImageFilesystem {
                 return try resolveChunk(name, after: "")
             case .chunkPrefix(let prefix):
                 return try resolveChunk(name, after: prefix)
-            case .image, .statistics:
+            case .image, .generated:
                 return .failure(.notADirectory)
             }
         } catch {
@@ -57,5 +58,4 @@ extension ImageFilesystem {
     }
 
     static let controlDirectory = ".imgfs"
-    static let statisticsFile = "stats.json"
 }

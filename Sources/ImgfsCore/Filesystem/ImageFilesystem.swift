@@ -64,8 +64,8 @@ public final class ImageFilesystem: @unchecked Sendable {
             return .failure(error)
         case .success(.image(let url)):
             return lookupImage(url)
-        case .success(.statistics):
-            return .success(Entry(attributes: generatedAttributes(InodeTable.statisticsInode, size: statisticsJSON().count),
+        case .success(.generated(let file)):
+            return .success(Entry(attributes: generatedAttributes(file.inode, size: content(of: file).count),
                                   entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
         case .success(let node):
             return .success(directoryEntry(inodes.lookUp(node)))
@@ -93,15 +93,23 @@ public final class ImageFilesystem: @unchecked Sendable {
     // MARK: - Attributes, open, read
 
     /// The attributes of `inode`; for an image, once its size is known (an expired copy is not revalidated here).
+    /// A failure that happens while getattr waits is getattr's error. An image whose failure is already known keeps
+    /// answering getattr, with the size its response announced (0 when none: nobody can have opened it), so its
+    /// `user.imgfs.error` can be read; its open and reads fail with the error, never with an early end of file.
     public func getattr(_ inode: UInt64, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
+        if case .image(let url) = node, let failure = repository.knownFailure(url) {
+            let attributes = Attributes(inode: inode, kind: .file, size: failure.announcedSize ?? 0, permissions: 0o444,
+                                        modified: startTime, linkCount: 1)
+            return reply(.success(Entry(attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
+        }
         switch node {
         case .image(let url):
             repository.metadata(url, refresh: false) { [self] result in
                 reply(result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError })
             }
-        case .statistics:
-            reply(.success(Entry(attributes: generatedAttributes(inode, size: statisticsJSON().count), entryTimeout: 0,
+        case .generated(let file):
+            reply(.success(Entry(attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
                                  attributeTimeout: 0)))
         default:
             reply(.success(directoryEntry(inode)))
@@ -118,8 +126,8 @@ public final class ImageFilesystem: @unchecked Sendable {
             repository.metadata(url, refresh: true) { result in
                 reply(result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError })
             }
-        case .statistics:
-            let snapshot = ImageBytes(copying: statisticsJSON())
+        case .generated(let file):
+            let snapshot = ImageBytes(copying: content(of: file))
             let handle = generatedFiles.withLock { files in
                 defer { files.next += 1 }
                 files.open[files.next] = snapshot
@@ -137,7 +145,7 @@ public final class ImageFilesystem: @unchecked Sendable {
         switch node {
         case .image(let url):
             repository.read(url, offset: offset, count: count) { result in reply(result.mapError { $0.filesystemError }) }
-        case .statistics:
+        case .generated:
             guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
             reply(.success(ImageRepository.slice(bytes, size: bytes.count, offset, count)))
         default:

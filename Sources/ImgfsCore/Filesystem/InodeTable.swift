@@ -12,8 +12,8 @@ public enum Node: Hashable, Sendable {
     case chunkPrefix(String)
     /// `.imgfs/`, imgfs's own files.
     case control
-    /// `.imgfs/stats.json`.
-    case statistics
+    /// A file under `.imgfs/` whose content is generated when it is opened.
+    case generated(GeneratedFile)
     /// An image file.
     case image(ImageURL)
 }
@@ -27,7 +27,6 @@ public final class InodeTable: @unchecked Sendable {
     public static let imagesInode: UInt64 = 2
     public static let chunkRootInode: UInt64 = 3
     public static let controlInode: UInt64 = 4
-    public static let statisticsInode: UInt64 = 5
 
     private struct Slot {
         var node: Node
@@ -51,7 +50,8 @@ public final class InodeTable: @unchecked Sendable {
         case Self.imagesInode: .images
         case Self.chunkRootInode: .chunkRoot
         case Self.controlInode: .control
-        case Self.statisticsInode: .statistics
+        case let number where GeneratedFile.allCases.contains { $0.inode == number }:
+            .generated(GeneratedFile.allCases.first { $0.inode == number }!)
         default: state.withLock { $0.slots[inode]?.node }
         }
     }
@@ -63,7 +63,7 @@ public final class InodeTable: @unchecked Sendable {
         case .images: return Self.imagesInode
         case .chunkRoot: return Self.chunkRootInode
         case .control: return Self.controlInode
-        case .statistics: return Self.statisticsInode
+        case .generated(let file): return file.inode
         case .chunkPrefix, .image:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
@@ -86,7 +86,7 @@ public final class InodeTable: @unchecked Sendable {
         case .images: Self.imagesInode
         case .chunkRoot: Self.chunkRootInode
         case .control: Self.controlInode
-        case .statistics: Self.statisticsInode
+        case .generated(let file): file.inode
         case .chunkPrefix, .image: state.withLock { $0.numbers[node] }
         }
     }
@@ -107,4 +107,20 @@ public final class InodeTable: @unchecked Sendable {
 
     /// How many inodes besides the fixed ones are known.
     public var count: Int { state.withLock { $0.slots.count } }
+}
+
+/// The files under `.imgfs/`, generated when opened.
+public enum GeneratedFile: String, CaseIterable, Sendable {
+    /// Counters and sizes as JSON.
+    case statistics = "stats.json"
+    /// The same in the Prometheus text format.
+    case metrics
+
+    /// Its fixed inode number.
+    public var inode: UInt64 {
+        switch self {
+        case .statistics: 5
+        case .metrics: 6
+        }
+    }
 }

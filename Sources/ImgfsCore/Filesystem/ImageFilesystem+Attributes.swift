@@ -1,0 +1,35 @@
+import Foundation
+
+// MARK: - Extended attributes
+
+extension ImageFilesystem {
+    /// The `user.imgfs.*` attributes of an image: what is known now. Never fetches anything.
+    public func extendedAttributes(_ inode: UInt64) -> Result<[(name: String, value: String)], FilesystemError> {
+        guard let node = inodes.node(inode) else { return .failure(.stale) }
+        guard case .image(let url) = node else { return .success([]) }
+        let report = repository.report(url)
+        let iso = ISO8601DateFormatter()
+        var attributes: [(String, String?)] = [
+            ("url", url.string),
+            ("content_type", report.metadata?.contentType),
+            ("size", report.metadata.map { String($0.size) }),
+            ("source", report.source?.rawValue),
+            ("fetched_at", report.metadata.map { iso.string(from: $0.fetchedAt) }),
+            ("expires_at", report.expiresAt.map { iso.string(from: $0) }),
+            ("etag", report.metadata?.etag),
+            ("error", report.error.map { "\($0) from \(url.withoutFragment)" }),
+        ]
+        attributes = attributes.filter { $0.1 != nil }
+        return .success(attributes.map { (Self.attributePrefix + $0.0, $0.1!) })
+    }
+
+    /// One attribute's value, or ``FilesystemError/noAttribute``.
+    public func extendedAttribute(_ inode: UInt64, name: String) -> Result<[UInt8], FilesystemError> {
+        extendedAttributes(inode).flatMap { attributes in
+            guard let value = attributes.first(where: { $0.name == name })?.value else { return .failure(.noAttribute) }
+            return .success(Array(value.utf8))
+        }
+    }
+
+    static let attributePrefix = "user.imgfs."
+}
