@@ -95,14 +95,18 @@ struct DownloadLimitTests {
         #expect(FetchError.notAnImage(what).filesystemError == .notAnImage)
     }
 
-    @Test("a PNG is served as soon as its signature has been seen")
+    @Test("a PNG is served as soon as its signature has been seen; its size is known then too, not before")
     func image() {
         let download = Download(url: url)
         let replies = outcome(download, read: 8)
+        let sizes = Replies<Int>()
+        download.whenMetadataKnown { sizes.record((try? $0.get())?.size ?? -1) }
         _ = download.transferDidReceive(head: ResponseHead(status: 200, contentLength: 4096))
+        #expect(sizes.all.isEmpty, "an empty or non-image body must not look like a file yet")
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] + [UInt8](repeating: 0, count: 2040)
         _ = png.withUnsafeBytes { download.transferDidReceive(bytes: $0) }
         #expect(replies.all == [.success(8)])
+        #expect(sizes.all == [4096], "known at the signature, before the transfer completed")
     }
 
     @Test("an announced size over the cap fails at the header; a body that grows over it stops the transfer")

@@ -159,18 +159,23 @@ public final class Download: TransferObserving, @unchecked Sendable {
             return false
         }
         buffer.append(bytes)
-        let (ready, rejection) = state.withLock { state -> ([(RangeWaiter, ImageSlice)], FetchError?) in
+        let (ready, metadataWaiters, metadata, rejection) = state.withLock { state -> ([(RangeWaiter, ImageSlice)], [MetadataReply], ImageMetadata?, FetchError?) in
             state.received = buffer.count
+            var justVerified = false
             if !state.verified && state.received >= ImageSignature.bytesNeeded {
-                if let rejection = Self.signatureRejection(buffer) { return ([], rejection) }
+                if let rejection = Self.signatureRejection(buffer) { return ([], [], nil, rejection) }
                 state.verified = true
+                justVerified = true
             }
-            return (Self.takeSatisfiedWaiters(&state), nil)
+            guard justVerified, let metadata = Self.metadata(of: state) else { return (Self.takeSatisfiedWaiters(&state), [], nil, nil) }
+            defer { state.metadataWaiters.removeAll() }
+            return (Self.takeSatisfiedWaiters(&state), state.metadataWaiters, metadata, nil)
         }
         if let rejection {
             transferDidComplete(error: rejection)
             return false
         }
+        if let metadata { metadataWaiters.forEach { $0(.success(metadata)) } }
         ready.forEach { waiter, slice in waiter.reply(.success(slice)) }
         return true
     }
@@ -223,8 +228,10 @@ public final class Download: TransferObserving, @unchecked Sendable {
 
     // MARK: - Helpers (lock held)
 
+    /// Known once the head has arrived and the body was checked to be an image (an empty or non-image body must fail
+    /// stat and open, since the kernel never reads a file whose size it believes to be 0).
     private static func metadata(of state: State) -> ImageMetadata? {
-        guard let head = state.head else { return nil }
+        guard let head = state.head, state.verified || state.phase == .complete else { return nil }
         let size: Int
         if let length = head.contentLength {
             size = length
