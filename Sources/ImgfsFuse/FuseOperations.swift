@@ -41,8 +41,8 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.getattr = { req, inode, _ in
             let operations = context(req)
-            let ticket = operations.pending.track(Request(raw: req!))
-            operations.filesystem.getattr(UInt64(inode)) { [pending = operations.pending] result in
+            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            operations.filesystem.getattr(UInt64(inode), interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let entry): request.reply(attributes: entry.attributes, timeout: entry.attributeTimeout)
@@ -54,8 +54,8 @@ final class FuseOperations: @unchecked Sendable {
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(info: info!.pointee)
-            let ticket = operations.pending.track(Request(raw: req!))
-            operations.filesystem.open(UInt64(inode), forWriting: forWriting) { [pending = operations.pending] result in
+            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let file): reply.send(request, file)
@@ -66,8 +66,9 @@ final class FuseOperations: @unchecked Sendable {
         ops.read = { req, inode, size, offset, info in
             let operations = context(req)
             let handle = info!.pointee.fh
-            let ticket = operations.pending.track(Request(raw: req!))
-            operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size) { [pending = operations.pending] result in
+            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size,
+                                       interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let slice): request.reply(slice: slice)
@@ -75,8 +76,8 @@ final class FuseOperations: @unchecked Sendable {
                 }
             }
         }
-        ops.release = { req, _, info in
-            context(req).filesystem.release(info!.pointee.fh)
+        ops.release = { req, inode, info in
+            context(req).filesystem.release(UInt64(inode), handle: info!.pointee.fh)
             fuse_reply_err(req, 0)
         }
         ops.unlink = { req, parent, name in

@@ -1,4 +1,5 @@
 import CFuse
+import ImgfsCore
 import Synchronization
 
 /// Requests that wait for the network, so that an interrupt (a reader hit by Ctrl-C or killed) is answered with
@@ -8,33 +9,44 @@ import Synchronization
 /// request back from ``finish(_:)``) or by the interrupt; the interrupt callback is registered without any lock held,
 /// since libfuse may call it inside the registering call.
 final class PendingRequests: @unchecked Sendable {
+    private struct Pending {
+        let request: Request
+        let inode: UInt64
+        let interest: Interest
+    }
+
     private struct Table {
         var next: UInt = 1
-        var live: [UInt: Request] = [:]
+        var live: [UInt: Pending] = [:]
     }
 
     private let table = Mutex(Table())
 
-    /// Starts tracking `request`; returns the ticket to hand to ``finish(_:)``.
-    func track(_ request: Request) -> UInt {
+    /// Starts tracking `request` about `inode`; returns the ticket to hand to ``finish(_:)`` and the interest to pass
+    /// down, which an interrupt withdraws.
+    func track(_ request: Request, inode: UInt64) -> (ticket: UInt, interest: Interest) {
+        let interest = Interest()
         let ticket = table.withLock { table in
             let ticket = table.next
             table.next += 1
-            table.live[ticket] = request
+            table.live[ticket] = Pending(request: request, inode: inode, interest: interest)
             return ticket
         }
         fuse_req_interrupt_func(request.raw, pendingRequestInterrupted, UnsafeMutableRawPointer(bitPattern: ticket))
-        return ticket
+        return (ticket, interest)
     }
 
     /// The request to answer, or nil when an interrupt has answered it already.
     func finish(_ ticket: UInt) -> Request? {
-        table.withLock { $0.live.removeValue(forKey: ticket) }
+        table.withLock { $0.live.removeValue(forKey: ticket) }?.request
     }
 
-    /// Answers the request with EINTR unless it was answered already.
-    func interrupt(_ ticket: UInt) {
-        finish(ticket)?.fail(.interrupted)
+    /// Answers the request with EINTR unless it was answered already; returns the inode it was about.
+    func interrupt(_ ticket: UInt) -> UInt64? {
+        guard let pending = table.withLock({ $0.live.removeValue(forKey: ticket) }) else { return nil }
+        pending.interest.withdraw()
+        pending.request.fail(.interrupted)
+        return pending.inode
     }
 
     /// How many requests wait now.
@@ -44,5 +56,7 @@ final class PendingRequests: @unchecked Sendable {
 private func pendingRequestInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
     guard let data else { return }
     let operations = Unmanaged<FuseOperations>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
-    operations.pending.interrupt(UInt(bitPattern: data))
+    if let inode = operations.pending.interrupt(UInt(bitPattern: data)) {
+        operations.filesystem.interrupted(inode)
+    }
 }

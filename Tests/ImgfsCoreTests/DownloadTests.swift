@@ -1,3 +1,4 @@
+import Foundation
 import ImgfsCore
 import Testing
 
@@ -123,5 +124,39 @@ struct DownloadLimitTests {
         #expect(!chunk.withUnsafeBytes { growing.transferDidReceive(bytes: $0) })
         #expect(second.all == [.failure(.tooLarge(size: nil, limit: 1000))])
         #expect(FetchError.tooLarge(size: nil, limit: 1).filesystemError == .fileTooLarge)
+    }
+}
+
+@Suite("Abandoned transfers")
+struct AbandonedTransferTests {
+    private let url = try! ImageURL("http://127.0.0.1/a.png")
+
+    final class CountingHandle: TransferHandle, @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var cancels: Int { lock.withLock { count } }
+        func cancel() { lock.withLock { count += 1 } }
+    }
+
+    @Test("called off when no handle is open, nobody waits for the size, and less than half arrived")
+    func rule() {
+        let download = Download(url: url, limits: .init(requireImage: false))
+        let handle = CountingHandle()
+        download.attach(handle)
+        let opener = Interest()
+        download.whenMetadataKnown(interest: opener) { _ in }
+        #expect(!download.cancelIfAbandoned(openHandles: 0), "an open still waits for the size")
+        opener.withdraw()
+        #expect(!download.cancelIfAbandoned(openHandles: 1), "a handle is open")
+        #expect(download.cancelIfAbandoned(openHandles: 0))
+        #expect(handle.cancels == 1)
+
+        let late = Download(url: url, limits: .init(requireImage: false))
+        late.attach(handle)
+        _ = late.transferDidReceive(head: ResponseHead(status: 200, contentLength: 100))
+        _ = [UInt8](repeating: 1, count: 60).withUnsafeBytes { late.transferDidReceive(bytes: $0) }
+        late.read(offset: 90, count: 10, interest: Interest()) { _ in }
+        #expect(!late.cancelIfAbandoned(openHandles: 0), "more than half arrived: it finishes for the cache")
+        #expect(handle.cancels == 1)
     }
 }

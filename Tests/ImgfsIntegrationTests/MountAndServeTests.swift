@@ -140,6 +140,42 @@ struct MountAndServeTests {
         #expect(Date().timeIntervalSince(start) < 1, "the interrupted open was answered at once")
     }
 
+    @Test("a transfer every reader gave up on is cancelled when less than half arrived; one that others wait for is not")
+    func abandonedTransfer() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largeJPEG()
+        var drip = OriginResponse.ok(image, contentType: "image/jpeg")
+        drip.bytesPerSecond = 256 * 1024
+        origin.route("/alone.jpg", drip)
+        var fast = drip
+        fast.bytesPerSecond = 4 << 20
+        origin.route("/shared.jpg", fast)
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let alone = try ChildProcess.spawn("/bin/cat", [mount.path(origin.baseURL + "/alone.jpg")])
+        defer { alone.kill9AndReap() }
+        Thread.sleep(forTimeInterval: 1)
+        alone.signal(SIGINT)
+        #expect(alone.wait(timeout: 5) == 128 + SIGINT)
+        Thread.sleep(forTimeInterval: 1)
+        let sent = origin.bodyBytesSent("/alone.jpg")
+        #expect(sent < image.count / 2, "the transfer stopped at \(sent) of \(image.count) bytes")
+        #expect(mount.log.contains("transfer cancelled: nobody wants it any more"))
+        let quitter = try ChildProcess.spawn("/bin/cat", [mount.path(origin.baseURL + "/shared.jpg")])
+        defer { quitter.kill9AndReap() }
+        let stayer = ParallelThreads.run(2) { index -> Result<[UInt8], Errno>? in
+            if index == 0 {
+                Thread.sleep(forTimeInterval: 0.3)
+                quitter.signal(SIGINT)
+                return nil
+            }
+            return PosixFile.read(mount.path(origin.baseURL + "/shared.jpg"))
+        }
+        #expect(stayer[1] == .success(image), "the reader that stayed got the whole image")
+        #expect(origin.requestCount("/shared.jpg") == 1)
+    }
+
     @Test("a throttled large response hands its first 64 KiB to a reader long before the body ends")
     func streaming() throws {
         let origin = try TestOrigin()

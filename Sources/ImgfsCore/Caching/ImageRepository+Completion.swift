@@ -149,9 +149,11 @@ extension ImageRepository {
 extension ImageRepository {
     func recordFailure(_ key: String, _ error: FetchError, announcedSize: Int?) {
         withState { state in
-            state.failures[key] = (error, now(), announcedSize)
             state.counters.failures += 1
             state.counters.errorsByKind[error.kind, default: 0] += 1
+            // A transfer called off because nobody wanted it is not the origin's fault: nothing to remember.
+            guard error != .cancelled else { return }
+            state.failures[key] = (error, now(), announcedSize)
             if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
             state.lastErrors[key] = error
         }

@@ -122,22 +122,24 @@ public final class ImageRepository: @unchecked Sendable {
 
     /// The image's metadata once known. With `refresh`, an expired copy is revalidated first (lookup and open do that;
     /// stat and read do not).
-    public func metadata(_ url: ImageURL, refresh: Bool, reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void) {
+    public func metadata(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+                         reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void) {
         resolve(url, refresh: refresh) { result in
             switch result {
             case .failure(let error): reply(.failure(error))
-            case .success(.download(let download)): download.whenMetadataKnown(reply)
+            case .success(.download(let download)): download.whenMetadataKnown(interest: interest, reply)
             case .success(let source): reply(.success(Self.currentMetadata(source)!))
             }
         }
     }
 
     /// Bytes `offset ..< offset + count` (fewer at the end), as soon as they are available.
-    public func read(_ url: ImageURL, offset: Int, count: Int, reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
+    public func read(_ url: ImageURL, offset: Int, count: Int, interest: Interest? = nil,
+                     reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
         resolve(url, refresh: false) { [self] result in
             switch result {
             case .failure(let error): reply(.failure(error))
-            case .success(.download(let download)): download.read(offset: offset, count: count, reply)
+            case .success(.download(let download)): download.read(offset: offset, count: count, interest: interest, reply)
             case .success(.memory(let image)): reply(.success(Self.slice(image.bytes, size: image.metadata.size, offset, count)))
             case .success(.disk(let record)): readFromDisk(url, record, offset: offset, count: count, reply: reply)
             }
@@ -145,6 +147,14 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     // MARK: - Management
+
+    /// A reader of `url` went away (closed its last handle, or was interrupted): the transfer is called off when nobody
+    /// wants it any more and less than half of it has arrived (``Download/cancelIfAbandoned(openHandles:)``).
+    public func readerGaveUp(_ url: ImageURL, openHandles: Int) {
+        guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
+              download.cancelIfAbandoned(openHandles: openHandles) else { return }
+        logger.info("transfer cancelled: nobody wants it any more and less than half had arrived", metadata: ["url": "\(url)"])
+    }
 
     /// Drops `url` from both caches and forgets its failures (`rm` of the file).
     public func evict(_ url: ImageURL) {
@@ -267,7 +277,7 @@ public final class ImageRepository: @unchecked Sendable {
                 }
             }
             download.whenFinished { [self] error in finished(download, key: key, fallback: fallback, error: error) }
-            _ = fetcher.start(request, observer: download)
+            download.attach(fetcher.start(request, observer: download))
             if let fallback {
                 waitForRevalidation(download, fallback: fallback, reply: reply)
             } else {

@@ -22,6 +22,7 @@ public final class Download: TransferObserving, @unchecked Sendable {
     private struct RangeWaiter {
         let offset: Int
         let count: Int
+        let interest: Interest?
         let reply: ReadReply
     }
 
@@ -32,6 +33,8 @@ public final class Download: TransferObserving, @unchecked Sendable {
         var bytes = ImageBytes()
         var received = 0
         var metadataWaiters: [MetadataReply] = []
+        var metadataInterests: [Interest?] = []
+        var handle: (any TransferHandle)?
         var rangeWaiters: [RangeWaiter] = []
         var finishHandlers: [@Sendable (FetchError?) -> Void] = []
         var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
@@ -74,22 +77,23 @@ public final class Download: TransferObserving, @unchecked Sendable {
     public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
 
     /// Answers once the size is known (Content-Length, else the end of the body) or the download failed.
-    public func whenMetadataKnown(_ reply: @escaping MetadataReply) {
+    public func whenMetadataKnown(interest: Interest? = nil, _ reply: @escaping MetadataReply) {
         let answer: Result<ImageMetadata, FetchError>? = state.withLock { state in
             if case .failed(let error, _) = state.phase { return .failure(error) }
             if let metadata = Self.metadata(of: state) { return .success(metadata) }
             state.metadataWaiters.append(reply)
+            state.metadataInterests.append(interest)
             return nil
         }
         if let answer { reply(answer) }
     }
 
     /// Answers with bytes `offset ..< offset + count` once they arrived (fewer at the end of the image), or the error.
-    public func read(offset: Int, count: Int, _ reply: @escaping ReadReply) {
+    public func read(offset: Int, count: Int, interest: Interest? = nil, _ reply: @escaping ReadReply) {
         let answer: Result<ImageSlice, FetchError>? = state.withLock { state in
             if case .failed(let error, _) = state.phase { return .failure(error) }
             if let slice = Self.slice(of: state, offset: offset, count: count) { return .success(slice) }
-            state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, reply: reply))
+            state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, interest: interest, reply: reply))
             return nil
         }
         if let answer { reply(answer) }
@@ -104,6 +108,32 @@ public final class Download: TransferObserving, @unchecked Sendable {
             return nil
         }
         if let answer { reply(answer) }
+    }
+
+    /// Remembers how to call the transfer off (see ``cancelIfAbandoned()``).
+    public func attach(_ handle: any TransferHandle) {
+        state.withLock { $0.handle = handle }
+    }
+
+    /// Calls the transfer off when nobody wants it any more: no file handle is open on it (`openHandles`), nobody
+    /// waits for its size (every such request was interrupted), and less than half of its announced size has arrived
+    /// (nothing at all, when no size was announced). Reads still pending then are the kernel's readahead for files
+    /// already closed. Returns whether it called the transfer off.
+    @discardableResult
+    public func cancelIfAbandoned(openHandles: Int) -> Bool {
+        guard openHandles == 0 else { return false }
+        let handle = state.withLock { state -> (any TransferHandle)? in
+            switch state.phase {
+            case .complete, .failed: return nil
+            case .waitingForHead, .receiving: break
+            }
+            guard state.metadataInterests.allSatisfy({ $0?.isWithdrawn == true }) else { return nil }
+            let length = state.head?.contentLength
+            let lessThanHalf = length.map { state.received * 2 < $0 } ?? (state.received == 0)
+            return lessThanHalf ? state.handle : nil
+        }
+        handle?.cancel()
+        return handle != nil
     }
 
     /// The response head, if it has arrived.
@@ -139,7 +169,10 @@ public final class Download: TransferObserving, @unchecked Sendable {
             state.verified = !limits.requireImage || head.isNotModified
             defer { state.headWaiters.removeAll() }
             guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
-            defer { state.metadataWaiters.removeAll() }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+            }
             return (state.headWaiters, state.metadataWaiters, metadata)
         }
         headWaiters.forEach { $0(.success(head)) }
@@ -168,7 +201,10 @@ public final class Download: TransferObserving, @unchecked Sendable {
                 justVerified = true
             }
             guard justVerified, let metadata = Self.metadata(of: state) else { return (Self.takeSatisfiedWaiters(&state), [], nil, nil) }
-            defer { state.metadataWaiters.removeAll() }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+            }
             return (Self.takeSatisfiedWaiters(&state), state.metadataWaiters, metadata, nil)
         }
         if let rejection {
@@ -206,6 +242,8 @@ public final class Download: TransferObserving, @unchecked Sendable {
             }
             defer {
                 state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+                state.handle = nil
                 state.rangeWaiters.removeAll()
                 state.finishHandlers.removeAll()
                 state.headWaiters.removeAll()

@@ -39,6 +39,8 @@ public final class ImageFilesystem: @unchecked Sendable {
     let listings = Mutex<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
     let generatedFiles = Mutex<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
     private let invalidation = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
+    /// Open handles per image inode.
+    private let openHandles = Mutex<[UInt64: Int]>([:])
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
                 logger: Logger) {
@@ -96,7 +98,7 @@ public final class ImageFilesystem: @unchecked Sendable {
     /// A failure that happens while getattr waits is getattr's error. An image whose failure is already known keeps
     /// answering getattr, with the size its response announced (0 when none: nobody can have opened it), so its
     /// `user.imgfs.error` can be read; its open and reads fail with the error, never with an early end of file.
-    public func getattr(_ inode: UInt64, reply: @escaping AttributesReply) {
+    public func getattr(_ inode: UInt64, interest: Interest? = nil, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if case .image(let url) = node, let failure = repository.knownFailure(url) {
             let attributes = Attributes(inode: inode, kind: .file, size: failure.announcedSize ?? 0, permissions: 0o444,
@@ -105,7 +107,7 @@ public final class ImageFilesystem: @unchecked Sendable {
         }
         switch node {
         case .image(let url):
-            repository.metadata(url, refresh: false) { [self] result in
+            repository.metadata(url, refresh: false, interest: interest) { [self] result in
                 reply(result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError })
             }
         case .generated(let file):
@@ -118,12 +120,13 @@ public final class ImageFilesystem: @unchecked Sendable {
 
     /// Opens `inode` for reading once its size is known, so a failed fetch fails the open with its error; an expired
     /// cached copy is revalidated first.
-    public func open(_ inode: UInt64, forWriting: Bool, reply: @escaping OpenReply) {
+    public func open(_ inode: UInt64, forWriting: Bool, interest: Interest? = nil, reply: @escaping OpenReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
-            repository.metadata(url, refresh: true) { result in
+            repository.metadata(url, refresh: true, interest: interest) { [self] result in
+                if case .success = result { openHandles.withLock { $0[inode, default: 0] += 1 } }
                 reply(result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError })
             }
         case .generated(let file):
@@ -140,11 +143,14 @@ public final class ImageFilesystem: @unchecked Sendable {
     }
 
     /// Bytes `offset ..< offset + count` of the file, as soon as they have arrived.
-    public func read(_ inode: UInt64, handle: UInt64, offset: Int, count: Int, reply: @escaping ReadReply) {
+    public func read(_ inode: UInt64, handle: UInt64, offset: Int, count: Int, interest: Interest? = nil,
+                     reply: @escaping ReadReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
-            repository.read(url, offset: offset, count: count) { result in reply(result.mapError { $0.filesystemError }) }
+            repository.read(url, offset: offset, count: count, interest: interest) { result in
+                reply(result.mapError { $0.filesystemError })
+            }
         case .generated:
             guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
             reply(.success(ImageRepository.slice(bytes, size: bytes.count, offset, count)))
@@ -153,10 +159,25 @@ public final class ImageFilesystem: @unchecked Sendable {
         }
     }
 
-    /// The file opened with `handle` was closed.
-    public func release(_ handle: UInt64) {
-        guard handle != 0 else { return }
-        _ = generatedFiles.withLock { $0.open.removeValue(forKey: handle) }
+    /// A request about `inode` was interrupted (its interest withdrawn): the transfer may be called off.
+    public func interrupted(_ inode: UInt64) {
+        guard case .image(let url)? = inodes.node(inode) else { return }
+        repository.readerGaveUp(url, openHandles: openHandles.withLock { $0[inode] ?? 0 })
+    }
+
+    /// The file `inode` opened with `handle` was closed; when it was an image's last open handle, its transfer may be
+    /// called off.
+    public func release(_ inode: UInt64, handle: UInt64) {
+        if handle != 0 {
+            _ = generatedFiles.withLock { $0.open.removeValue(forKey: handle) }
+            return
+        }
+        let left = openHandles.withLock { counts -> Int in
+            let left = max(0, (counts[inode] ?? 0) - 1)
+            counts[inode] = left == 0 ? nil : left
+            return left
+        }
+        if left == 0, case .image(let url)? = inodes.node(inode) { repository.readerGaveUp(url, openHandles: 0) }
     }
 
     // MARK: - Helpers
