@@ -203,8 +203,14 @@ struct CachingIntegrationTests {
             #expect(PosixFile.read(mount.path(url)) == .success(body))
             #expect(mount.waitForStatistics { ($0["repository.counters.transfers"] ?? 0) >= 1 && ($0["repository.in_flight"] ?? 1) == 0 })
         }
+        // Disk writes run in the background: wait for the last one (a write in progress holds a temporary file).
+        #expect(mount.waitForStatistics { _ in
+            !(FileManager.default.enumerator(atPath: mount.cacheDirectory + "/v1")?.allObjects as? [String] ?? [])
+                .contains { $0.hasSuffix(".tmp") } && Self.bytesOfFiles(under: mount.cacheDirectory + "/v1") > 0
+        })
         let onDisk = Self.bytesOfFiles(under: mount.cacheDirectory + "/v1")
         #expect(onDisk <= cap + 64 * 1024, "\(onDisk) bytes on disk")
+        #expect(mount.waitForStatistics { ($0["repository.disk_entries"] ?? 0) >= 1 && ($0["repository.disk_bytes"] ?? .infinity) <= Double(cap) })
         let listed = Set(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img"))
         #expect(listed.contains(NameCodec.encode(urls.last!)), "the most recent image is kept")
         #expect(!listed.contains(NameCodec.encode(urls.first!)), "the oldest was evicted")
