@@ -34,7 +34,7 @@ enum Background {
             Thread.sleep(forTimeInterval: 0.02)
         }
         let tail = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").suffix(5).joined(separator: "\n") ?? ""
-        throw ValidationError("the mount did not come up; last log lines:\n\(tail)")
+        throw MountPoint.Unusable(description: "the mount did not come up; last log lines:\n\(tail)")
     }
 
     /// In the daemon started by ``start(mountPoint:logFile:)``: leaves the terminal's session so its hang-up and

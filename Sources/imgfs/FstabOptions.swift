@@ -48,7 +48,7 @@ enum FstabOptions {
     private static func translate(_ item: String, into result: inout [String], fuse: inout [String]) {
         let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts[0].replacingOccurrences(of: "_", with: "-")
-        if fstabOnly.contains(parts[0]) || parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { return }
+        if fstabOnly.contains(parts[0]) || parts[0].hasPrefix("x-") || parts[0] == "comment" { return }
         if flags.contains(name), parts.count == 1 {
             result.append("--\(name)")
         } else if valued.contains(name), parts.count == 2 {

@@ -4,15 +4,37 @@ import ImgfsCore
 
 /// Checks on mount points, the list of imgfs mounts, and registering long URLs with a mount.
 enum MountPoint {
-    /// The absolute path of `path` if it is an existing directory.
+    /// Why a mount point cannot be used: printed as one line, `Error: …`, without the usage text.
+    struct Unusable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The absolute path of `path` if it is an existing directory that no imgfs is mounted on.
     static func validated(_ path: String) throws -> String {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
-            throw ValidationError("mount point \(absolute) does not exist")
+        var status = stat()
+        guard stat(absolute, &status) == 0 else {
+            switch errno {
+            case ENOENT:
+                throw Unusable(description: "mount point \(absolute) does not exist")
+            case ENOTCONN:
+                throw dead(absolute)
+            case let code:
+                throw Unusable(description: "mount point \(absolute): \(String(cString: strerror(code)))")
+            }
         }
-        guard isDirectory.boolValue else { throw ValidationError("mount point \(absolute) is not a directory") }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw Unusable(description: "mount point \(absolute) is not a directory") }
+        if isMounted(absolute) {
+            // stat can answer from the kernel's attribute cache after the daemon died; statvfs always asks it.
+            var filesystem = statvfs()
+            if statvfs(absolute, &filesystem) != 0, errno == ENOTCONN { throw dead(absolute) }
+            throw Unusable(description: "mount point \(absolute) is already an imgfs mount (unmount it first: fusermount3 -u \(absolute))")
+        }
         return absolute
+    }
+
+    private static func dead(_ absolute: String) -> Unusable {
+        Unusable(description: "mount point \(absolute) is a dead FUSE mount (its daemon has gone): unmount it with fusermount3 -u \(absolute)")
     }
 
     /// The mount points of the imgfs filesystems mounted now (from /proc/self/mountinfo).

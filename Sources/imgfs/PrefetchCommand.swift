@@ -58,12 +58,7 @@ struct PrefetchCommand: ParsableCommand {
 
     /// The absolute path of the mount, or a usage error when it is not a running imgfs mount.
     private func imgfsMount() throws -> String {
-        let path: String
-        do {
-            path = try MountPoint.validated(mountPoint)
-        } catch {
-            throw usageError("\(error)")
-        }
+        let path = URL(fileURLWithPath: mountPoint).standardizedFileURL.resolvingSymlinksInPath().path
         let statistics = "\(path)/.imgfs/stats.json"
         guard MountPoint.isMounted(path) || FileManager.default.fileExists(atPath: statistics) else {
             throw usageError("\(path) is not an imgfs mount")

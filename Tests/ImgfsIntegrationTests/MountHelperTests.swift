@@ -134,7 +134,7 @@ struct MountHelperTests {
         #expect(missing.lines == ["Error: mount point \(scratch.root)/missing does not exist"])
 
         let file = "\(scratch.root)/a-file"
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
         let notDirectory = try failure(file)
         #expect(notDirectory.status != 0)
         #expect(notDirectory.lines == ["Error: mount point \(file) is not a directory"])

@@ -1,0 +1,77 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// HTTPS against a real nginx on 127.0.0.1 with a self-signed certificate: TLS is verified unless --insecure, and
+/// HTTP/2 is used where the origin offers it.
+@Suite("TLS and HTTP/2", .serialized, .enabled(if: FuseAvailability.available))
+struct TLSTests {
+    /// nginx serving `directory` over TLS with HTTP/2, logging each request's protocol.
+    final class TLSOrigin {
+        let root = "/tmp/imgfs-tls-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let port = 20_000 + Int(getpid() % 20_000)
+        var process: ChildProcess?
+
+        init(files: [String: [UInt8]]) throws {
+            try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
+            for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/www/\(name)")) }
+            let certificate = try ChildProcess.run("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", "\(root)/key.pem", "-out", "\(root)/cert.pem",
+            ])
+            guard certificate.status == 0 else { throw MountedImgfs.StartFailure(description: certificate.output) }
+            let configuration = """
+                pid \(root)/nginx.pid;
+                error_log \(root)/error.log;
+                events {}
+                http {
+                    access_log \(root)/access.log combined;
+                    log_format protocol '$request_uri $server_protocol $status';
+                    server {
+                        listen 127.0.0.1:\(port) ssl http2;
+                        ssl_certificate \(root)/cert.pem;
+                        ssl_certificate_key \(root)/key.pem;
+                        root \(root)/www;
+                        access_log \(root)/protocol.log protocol;
+                    }
+                }
+                """
+            try configuration.write(toFile: "\(root)/nginx.conf", atomically: true, encoding: .utf8)
+            process = try ChildProcess.spawn("/usr/sbin/nginx", ["-c", "\(root)/nginx.conf", "-p", root, "-g", "daemon off;"],
+                                             outputPath: "\(root)/nginx.out")
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+
+        var baseURL: String { "https://127.0.0.1:\(port)" }
+        var requests: [String] {
+            ((try? String(contentsOfFile: "\(root)/protocol.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        func stop() {
+            process?.signal(SIGTERM)
+            if process?.wait(timeout: 5) == nil { process?.kill9AndReap() }
+            try? FileManager.default.removeItem(atPath: root)
+        }
+    }
+
+    @Test("a self-signed certificate is refused (EIO, logged); with --insecure the image arrives over HTTP/2 and a warning is logged")
+    func verificationAndHTTP2() throws {
+        let image = try Fixtures.mediumJPEG()
+        let origin = try TLSOrigin(files: ["a.jpg": image])
+        defer { origin.stop() }
+        #expect(origin.process?.isRunning == true, "nginx started")
+        do {
+            let strict = try MountedImgfs(arguments: ["--retries", "0"])
+            defer { strict.stop() }
+            #expect(PosixFile.read(strict.path(origin.baseURL + "/a.jpg")) == .failure(Errno(EIO)))
+            #expect(strict.log.contains("certificate"), "the log says the certificate was refused")
+        }
+        let lenient = try MountedImgfs(arguments: ["--insecure"])
+        defer { lenient.stop() }
+        #expect(lenient.log.contains("--insecure: TLS certificates and host names are NOT verified"))
+        #expect(PosixFile.read(lenient.path(origin.baseURL + "/a.jpg")) == .success(image))
+        #expect(origin.requests.contains("/a.jpg HTTP/2.0 200"), "served over HTTP/2: \(origin.requests)")
+    }
+}
