@@ -125,6 +125,13 @@ final class FuseOperations: @unchecked Sendable {
             case .failure(let error): request.fail(error)
             }
         }
+        ops.setxattr = { req, inode, name, value, size, _ in
+            let bytes = Array(UnsafeRawBufferPointer(start: value, count: size).bindMemory(to: UInt8.self))
+            switch context(req).filesystem.setExtendedAttribute(UInt64(inode), name: String(cString: name!), value: bytes) {
+            case .success: fuse_reply_err(req, 0)
+            case .failure(let error): Request(raw: req!).fail(error)
+            }
+        }
         installReadOnlyRefusals(&ops)
         return ops
     }
@@ -140,7 +147,6 @@ final class FuseOperations: @unchecked Sendable {
         ops.link = { req, _, _, _ in refuse(req) }
         ops.write = { req, _, _, _, _, _ in refuse(req) }
         ops.create = { req, _, _, _, _ in refuse(req) }
-        ops.setxattr = { req, _, _, _, _, _ in refuse(req) }
         ops.removexattr = { req, _, _ in refuse(req) }
     }
 

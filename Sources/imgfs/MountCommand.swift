@@ -19,6 +19,9 @@ struct MountCommand: ParsableCommand {
     @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
+    @Flag(help: "Mount even on a directory that is not empty (its files are hidden while mounted).")
+    var nonempty = false
+
     @Option(name: .short, help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
     var options: [String] = []
 
@@ -39,7 +42,7 @@ struct MountCommand: ParsableCommand {
     }
 
     func run() throws {
-        let mountPath = try MountPoint.validated(mountPoint)
+        let mountPath = try MountPoint.validated(mountPoint, allowNonEmpty: nonempty)
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
         try CacheDirectory.create(cacheDirectory)
         if !foreground {

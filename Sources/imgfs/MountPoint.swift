@@ -9,8 +9,12 @@ enum MountPoint {
         let description: String
     }
 
-    /// The absolute path of `path` if it is an existing directory that no imgfs is mounted on.
-    static func validated(_ path: String) throws -> String {
+    /// The absolute path of `path` if it is an existing, empty (unless `allowNonEmpty`) directory that no imgfs is
+    /// mounted on, on a machine with /dev/fuse.
+    static func validated(_ path: String, allowNonEmpty: Bool = false) throws -> String {
+        guard access("/dev/fuse", R_OK | W_OK) == 0 else {
+            throw Unusable(description: "/dev/fuse is missing or not accessible: load the fuse module (modprobe fuse) or run where FUSE is allowed")
+        }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
         var status = stat()
         guard stat(absolute, &status) == 0 else {
@@ -29,6 +33,9 @@ enum MountPoint {
             var filesystem = statvfs()
             if statvfs(absolute, &filesystem) != 0, errno == ENOTCONN { throw dead(absolute) }
             throw Unusable(description: "mount point \(absolute) is already an imgfs mount (unmount it first: fusermount3 -u \(absolute))")
+        }
+        if !allowNonEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: absolute), !entries.isEmpty {
+            throw Unusable(description: "mount point \(absolute) is not empty (imgfs would hide its files; use --nonempty or -o nonempty to mount anyway)")
         }
         return absolute
     }

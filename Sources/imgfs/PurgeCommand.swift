@@ -1,23 +1,35 @@
 import ArgumentParser
 import Foundation
-import Glibc
+import ImgfsFuse
 
-/// `imgfs purge MOUNTPOINT`: empties the memory cache of a running mount, as memory pressure would (SIGUSR1 to its
-/// daemon, whose pid is in `.imgfs/stats.json`).
+/// `imgfs purge MOUNTPOINT [--memory|--disk|--expired]`: empties a running mount's caches (the daemon does it when
+/// `user.imgfs.purge` is set on the mount's `.imgfs/` directory).
 struct PurgeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "purge", abstract: "Empty the memory cache of a mount (the same as sending its daemon SIGUSR1).")
+        commandName: "purge",
+        abstract: "Empty a mount's memory cache (the default, as memory pressure or SIGUSR1 would), both caches, or the expired images.")
+
+    enum Kind: String, EnumerableFlag {
+        case memory, disk, expired
+
+        static func help(for value: Kind) -> ArgumentHelp? {
+            switch value {
+            case .memory: "The memory cache (default)."
+            case .disk: "The disk cache and the memory cache."
+            case .expired: "Expired images, from both caches."
+            }
+        }
+    }
 
     @Argument(help: "The mount point.")
     var mountPoint: String
 
+    @Flag(exclusivity: .exclusive)
+    var kind: Kind = .memory
+
     func run() throws {
-        guard let document = try JSONSerialization.jsonObject(with: StatisticsFile.read(mountPoint)) as? [String: Any],
-              let pid = document["pid"] as? Int
-        else { throw ValidationError("\(mountPoint)/.imgfs/stats.json has no pid") }
-        guard kill(pid_t(pid), SIGUSR1) == 0 else {
-            throw ValidationError("cannot signal the imgfs daemon (pid \(pid)): \(String(cString: strerror(errno)))")
-        }
-        print("imgfs: asked the daemon (pid \(pid)) to purge its memory cache")
+        _ = try StatisticsFile.read(mountPoint)
+        try MountControl.set("user.imgfs.purge", to: kind.rawValue, on: "\(mountPoint)/.imgfs")
+        print("imgfs: purged the \(kind == .expired ? "expired images" : kind == .disk ? "disk and memory caches" : "memory cache") of \(mountPoint)")
     }
 }

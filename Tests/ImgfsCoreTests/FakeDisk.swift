@@ -42,6 +42,14 @@ final class FakeDisk: DiskCaching, @unchecked Sendable {
     func touch(key: String) {}
     func remove(key: String) { _ = entries.withLock { $0.removeValue(forKey: key) } }
     func keys() -> [String] { entries.withLock { $0.keys.sorted() } }
+    func removeAll() { entries.withLock { $0.removeAll() } }
+    func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
+        entries.withLock { entries in
+            let expired = entries.filter { $0.value.record.expiresAt < removeExpiredBefore }
+            expired.keys.forEach { entries[$0] = nil }
+            return (expired.count, expired.values.reduce(0) { $0 + $1.body.count })
+        }
+    }
     var totalBytes: Int { entries.withLock { $0.values.reduce(0) { $0 + $1.body.count } } }
     var count: Int { entries.withLock { $0.count } }
     var evictionCount: Int { 0 }

@@ -83,3 +83,17 @@ struct ImageURLTests {
         #expect(try ImageURL("http://[::1]/x").port == 80)
     }
 }
+
+@Suite("Image extensions")
+struct ImageExtensionTests {
+    @Test("content types map to extensions; paths that already have one are recognised")
+    func extensions() throws {
+        #expect(ImageExtension.forContentType("image/png") == "png")
+        #expect(ImageExtension.forContentType("image/jpeg; charset=binary") == "jpg")
+        #expect(ImageExtension.forContentType("IMAGE/SVG+XML") == "svg")
+        #expect(ImageExtension.forContentType("text/html") == nil)
+        #expect(ImageExtension.fromPath(of: try ImageURL("https://x.example/a/b.JPG?w=1")) == "jpg")
+        #expect(ImageExtension.fromPath(of: try ImageURL("https://x.example/a.b/avatar")) == nil)
+        #expect(ImageExtension.fromPath(of: try ImageURL("https://x.example/avatar?f=a.png")) == nil)
+    }
+}

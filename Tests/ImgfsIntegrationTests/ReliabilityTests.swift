@@ -173,6 +173,55 @@ struct ReliabilityTests {
         #expect(origin.totalRequests == 0)
     }
 
+    @Test("a redirect from a public address to loopback is refused: the check is on the address connected, for every hop")
+    func redirectToPrivateAddress() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route("/icon.png", .ok(try Fixtures.smallPNGs(1)[0], contentType: "image/png"))
+        // A "public" host of our own: 198.51.100.2 (TEST-NET-2) in a network namespace this test creates.
+        let suffix = String(getpid() % 100_000)
+        let namespace = "imgfs\(suffix)", hostSide = "ih\(suffix)", nsSide = "in\(suffix)"
+        let work = "/tmp/imgfs-netns-\(suffix)"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        func ip(_ arguments: String) throws -> Int32 { try ChildProcess.run("/bin/sh", ["-c", "ip \(arguments)"]).status }
+        defer {
+            _ = try? ip("netns del \(namespace)")
+            _ = try? ip("link del \(hostSide)")
+            try? FileManager.default.removeItem(atPath: work)
+        }
+        for command in ["netns add \(namespace)", "link add \(hostSide) type veth peer name \(nsSide)",
+                        "link set \(nsSide) netns \(namespace)", "addr add 198.51.100.1/30 dev \(hostSide)",
+                        "link set \(hostSide) up", "netns exec \(namespace) ip addr add 198.51.100.2/30 dev \(nsSide)",
+                        "netns exec \(namespace) ip link set \(nsSide) up", "netns exec \(namespace) ip link set lo up"] {
+            try #require(try ip(command) == 0, "ip \(command) (needs root)")
+        }
+        let server = """
+            import http.server, sys
+            class Redirect(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    open(sys.argv[2], "a").write(self.path + "\\n")
+                    self.send_response(302)
+                    self.send_header("Location", sys.argv[1])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                def log_message(self, *args):
+                    pass
+            http.server.HTTPServer(("198.51.100.2", 8080), Redirect).serve_forever()
+            """
+        try server.write(toFile: "\(work)/redirect.py", atomically: true, encoding: .utf8)
+        let redirector = try ChildProcess.spawn("/usr/sbin/ip", ["netns", "exec", namespace, "python3", "\(work)/redirect.py",
+                                                                 origin.baseURL + "/icon.png", "\(work)/requests.log"])
+        defer { redirector.kill9AndReap() }
+        Thread.sleep(forTimeInterval: 1)
+        let mount = try MountedImgfs(arguments: ["--deny-private-networks", "--retries", "0"])
+        defer { mount.stop() }
+        #expect(PosixFile.read(mount.path("http://198.51.100.2:8080/photo.png")) == .failure(Errno(EACCES)))
+        let seen = (try? String(contentsOfFile: "\(work)/requests.log", encoding: .utf8)) ?? ""
+        #expect(seen == "/photo.png\n", "the public host was asked once: \(seen)")
+        #expect(origin.totalRequests == 0, "the redirect to loopback was never followed")
+        #expect(mount.log.contains("127.0.0.1 is loopback"))
+    }
+
     @Test("a transfer that stalls below 1 KiB/s is abandoned: ETIMEDOUT")
     func stall() throws {
         let origin = try TestOrigin()

@@ -15,6 +15,8 @@ public protocol DiskCaching: Sendable {
     func touch(key: String)
     func remove(key: String)
     func keys() -> [String]
+    func removeAll()
+    func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int)
     var totalBytes: Int { get }
     var count: Int { get }
     var evictionCount: Int { get }

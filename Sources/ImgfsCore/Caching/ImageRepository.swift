@@ -172,6 +172,34 @@ public final class ImageRepository: @unchecked Sendable {
         return freed
     }
 
+    /// What `imgfs purge` empties.
+    public enum PurgeKind: String, CaseIterable, Sendable {
+        /// The memory cache (as memory pressure does).
+        case memory
+        /// Both caches.
+        case disk
+        /// Expired images, from both caches.
+        case expired
+    }
+
+    /// Empties what `kind` names; logs what was freed.
+    public func purge(_ kind: PurgeKind) {
+        switch kind {
+        case .memory:
+            purgeMemory(reason: "imgfs purge --memory")
+        case .disk:
+            let (entries, bytes) = (disk?.count ?? 0, disk?.totalBytes ?? 0)
+            purgeMemory(reason: "imgfs purge --disk")
+            disk?.removeAll()
+            logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
+        case .expired:
+            let now = now()
+            for key in memory.keys where (memory.peek(key)?.expiresAt ?? .distantFuture) <= now { memory.remove(key) }
+            let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
+            logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
+        }
+    }
+
     /// The keys of every cached image, sorted: a snapshot to list in pages.
     public func cachedKeys() -> [String] {
         Array(Set(memory.keys).union(disk?.keys() ?? [])).sorted()

@@ -251,10 +251,11 @@ public final class Download: TransferObserving, @unchecked Sendable {
             let outcome: Result<ImageMetadata, FetchError> = failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
             return (state.metadataWaiters, state.rangeWaiters, state.finishHandlers, failure == nil ? [] : state.headWaiters, outcome)
         }
-        if case .failure(let error) = outcome { headWaiters.forEach { $0(.failure(error)) } }
+        // Finish handlers (the caches' bookkeeping and its log lines) run before any waiter is woken.
         finishHandlers.forEach { handler in
             if case .failure(let error) = outcome { handler(error) } else { handler(nil) }
         }
+        if case .failure(let error) = outcome { headWaiters.forEach { $0(.failure(error)) } }
         metadataWaiters.forEach { $0(outcome) }
         for waiter in rangeWaiters {
             switch outcome {
