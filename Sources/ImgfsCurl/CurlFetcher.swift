@@ -98,21 +98,27 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             enqueueDueRetries()
             admitWaiting()
             curl_multi_perform(multi, &stillRunning)
-            collectFinished()
+            // Transfers admitted in place of finished ones start at the next perform: do not sleep before it.
+            if collectFinished() { continue }
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         tearDown()
         stopped.signal()
     }
 
-    private func admitWaiting() {
-        for (transfer, host) in queue.admit() {
+    /// Adds the transfers the queue lets start now; returns whether there were any.
+    @discardableResult
+    private func admitWaiting() -> Bool {
+        let admitted = queue.admit()
+        for (transfer, host) in admitted {
             active[transfer.easy] = (transfer, host)
             curl_multi_add_handle(multi, transfer.easy)
         }
+        return !admitted.isEmpty
     }
 
-    private func collectFinished() {
+    /// Completes (or schedules retries of) the transfers curl has finished; returns whether new ones were admitted.
+    private func collectFinished() -> Bool {
         var easy: UnsafeMutableRawPointer?
         var code = CURLE_OK
         while imgfs_multi_next_done(multi, &easy, &code) != 0 {
@@ -127,7 +133,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 transfer.complete(code)
             }
         }
-        if queue.waitingCount > 0 { admitWaiting() }
+        return queue.waitingCount > 0 && admitWaiting()
     }
 
     private func enqueueDueRetries() {
