@@ -89,6 +89,7 @@ struct MountCommand: ParsableCommand {
         mount.serve {
             pressure.stop()
             fetcher.shutdown()
+            repository.flushDiskWrites()
         }
         logger.notice("unmounted \(mountPath)")
     }

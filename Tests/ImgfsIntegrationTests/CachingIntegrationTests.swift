@@ -85,6 +85,28 @@ struct CachingIntegrationTests {
         }
     }
 
+    @Test("an unmount right after reading waits for the queued disk writes: every image read is there after a remount")
+    func unmountFlushesDiskWrites() throws {
+        let cache = SharedCache()
+        let origin = try TestOrigin()
+        let icons = try Fixtures.smallPNGs(20)
+        origin.route(prefix: "/many/") { request in
+            let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
+            return .ok(icons[index % icons.count], contentType: "image/png")
+        }
+        let urls = (0..<300).map { "\(origin.baseURL)/many/\($0)" }
+        let first = try MountedImgfs(cacheDirectory: cache.path)
+        let results = ParallelThreads.run(urls.count) { PosixFile.read(first.path(urls[$0])) }
+        #expect(results.enumerated().allSatisfy { $0.element == .success(icons[$0.offset % icons.count]) })
+        #expect(first.stop() == 0, "unmounted at once, no waiting for the disk")
+        origin.stop()
+        let second = try MountedImgfs(cacheDirectory: cache.path)
+        defer { second.stop() }
+        let again = ParallelThreads.run(urls.count) { PosixFile.read(second.path(urls[$0])) }
+        let missing = again.filter { (try? $0.get()) == nil }.count
+        #expect(missing == 0, "\(missing) of \(urls.count) images were not on disk after the unmount")
+    }
+
     @Test("a flipped byte or a truncated file in the disk cache is detected and the image fetched again")
     func corruption() throws {
         let cache = SharedCache()

@@ -164,6 +164,11 @@ public final class ImageRepository: @unchecked Sendable {
         logger.info("evicted", metadata: ["url": "\(url.withoutFragment)"])
     }
 
+    /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost).
+    public func flushDiskWrites() {
+        diskWrites.sync {}
+    }
+
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
     @discardableResult
     public func purgeMemory(reason: String) -> Int {

@@ -57,11 +57,17 @@ public struct ResponseHead: Equatable, Sendable {
 }
 
 /// HTTP dates (RFC 9110 IMF-fixdate, plus the obsolete RFC 850 and asctime forms).
+///
+/// The IMF-fixdate form every current server sends (`Sun, 06 Nov 1994 08:49:37 GMT`) is parsed by hand: building a
+/// DateFormatter per header cost about 30 % of the fetching thread's CPU on small images. The obsolete forms fall
+/// back to DateFormatter.
 public enum HTTPDate {
-    private static let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
+    private static let formats = ["EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// The date `text` names, or nil.
     public static func parse(_ text: String) -> Date? {
+        if let date = parseFixdate(text) { return date }
         for format in formats {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -74,10 +80,57 @@ public enum HTTPDate {
 
     /// `date` in IMF-fixdate form.
     public static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
+        let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let day = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
+        let (year, month, dayOfMonth) = civil(fromDays: day)
+        let time = seconds - day * 86400
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[((day % 7) + 7) % 7]), \(two(dayOfMonth)) \(months[month - 1]) \(year) "
+            + "\(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`, or nil when `text` is not exactly that form.
+    private static func parseFixdate(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 29, bytes[3] == UInt8(ascii: ","), text.hasSuffix(" GMT") else { return nil }
+        func number(_ from: Int, _ count: Int) -> Int? {
+            var value = 0
+            for byte in bytes[from..<from + count] {
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            return value
+        }
+        let monthName = String(decoding: bytes[8..<11], as: UTF8.self)
+        guard let day = number(5, 2), let month = months.firstIndex(of: monthName), let year = number(12, 4),
+              let hour = number(17, 2), let minute = number(20, 2), let second = number(23, 2),
+              (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month + 1, day: day)
+        return Date(timeIntervalSince1970: TimeInterval(days * 86400 + hour * 3600 + minute * 60 + second))
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date.
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146097 + dayOfEra - 719468
+    }
+
+    /// The proleptic Gregorian date of a day number since 1970-01-01.
+    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let dayOfEra = z - era * 146097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
