@@ -60,20 +60,30 @@ enum MountPoint {
         imgfsMounts().contains(path)
     }
 
-    /// Teaches the mount at `mount` a long URL by looking up its chunked name one directory at a time (each step
-    /// is a short relative path, so no path limit applies).
-    static func register(chunks: [String], in mount: String) throws {
-        let manager = FileManager.default
-        let start = manager.currentDirectoryPath
-        defer { _ = manager.changeCurrentDirectoryPath(start) }
-        guard manager.changeCurrentDirectoryPath("\(mount)/\(ImagePath.imagesDirectory)/\(ImagePath.chunkDirectory)") else {
-            throw ValidationError("\(mount) is not an imgfs mount")
+    /// Teaches the mount at `mount` a long URL by looking up its chunked name one directory at a time with `openat`:
+    /// each step is a short relative lookup, so no path limit applies; nothing is opened in the filesystem, and the
+    /// working directory is left alone (safe while other threads read). Returns the errno of the step that failed
+    /// and whether it was the last one (the image's own lookup: the name is registered even when that fails), or nil.
+    static func register(chunks: [String], in mount: String) -> (errno: Int32, atLast: Bool)? {
+        var directory = open("\(mount)/\(ImagePath.imagesDirectory)/\(ImagePath.chunkDirectory)",
+                             pathOnly | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return (errno, false) }
+        defer { close(directory) }
+        for chunk in chunks.dropLast() {
+            let next = openat(directory, chunk, pathOnly | O_DIRECTORY | O_CLOEXEC)
+            guard next >= 0 else { return (errno, false) }
+            close(directory)
+            directory = next
         }
-        for chunk in chunks.dropLast() where !manager.changeCurrentDirectoryPath(chunk) {
-            throw ValidationError("the mount at \(mount) refused a chunk of the URL")
-        }
-        _ = manager.fileExists(atPath: chunks.last ?? "")
+        let last = openat(directory, chunks.last ?? "", pathOnly | O_CLOEXEC)
+        guard last >= 0 else { return (errno, true) }
+        close(last)
+        return nil
     }
+
+    /// `O_PATH` (Linux, on every architecture Swift supports), which the Glibc module does not import: open for
+    /// path walks only, so that the kernel looks the name up without opening anything in the filesystem.
+    private static let pathOnly: Int32 = 0o10_000_000
 
     /// mountinfo escapes space, tab, newline and backslash as octal.
     private static func unescape(_ field: String) -> String {

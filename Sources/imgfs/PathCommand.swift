@@ -58,7 +58,11 @@ struct PathCommand: ParsableCommand {
             guard !mounts.isEmpty else {
                 throw ValidationError("this URL needs a running mount to register with; pass --mount DIR")
             }
-            for mount in mounts { try MountPoint.register(chunks: chunks, in: mount) }
+            for mount in mounts {
+                if let failure = MountPoint.register(chunks: chunks, in: mount), !failure.atLast {
+                    throw ValidationError("cannot register the URL with \(mount): \(String(cString: strerror(failure.errno)))")
+                }
+            }
         }
         return mountPoint.map { "\($0)/\(form.relativePath)" } ?? form.relativePath
     }
