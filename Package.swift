@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // The layers, each depending only on the ones above it:
-//   CFuse, CCurl, CCurlShims  C interop only
+//   CFuse, CCurl, CCurlShims,
+//   CFuseShims                C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
@@ -22,9 +23,10 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
+        .target(name: "CFuseShims", dependencies: ["CFuse"]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "CCurlShims", "CCurl"]),
-        .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse"]),
+        .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse", "CFuseShims"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",

@@ -27,6 +27,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var retryAfter: Double?
     private var rejectedStatus: Int?
     private var refusal: String?
+    /// The URL handed to curl.
+    private lazy var requestedURL = url.requestString
     private var observerStopped = false
     private var changedBetweenAttempts = false
     private var completed = false
@@ -69,7 +71,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func configure() {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        imgfs_easy_setopt_string(easy, CURLOPT_URL, url.requestString)
+        imgfs_easy_setopt_string(easy, CURLOPT_URL, requestedURL)
         imgfs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         imgfs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         imgfs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
@@ -111,27 +113,31 @@ final class CurlTransfer: @unchecked Sendable {
     func allowRequest(primaryAddress: String) -> Bool {
         var effective: UnsafePointer<CChar>?
         imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
-        let host = effective.flatMap { try? ImageURL(String(cString: $0)) }?.host
+        // Without a redirect the effective URL is the requested one: its host is known without parsing it again.
+        let host = effective.flatMap { pointer in
+            strcmp(pointer, requestedURL) == 0 ? url.host : (try? ImageURL(String(cString: pointer)))?.host
+        }
         refusal = host.flatMap { configuration.addressPolicy.refusal(host: $0) }
             ?? configuration.addressPolicy.refusal(numericAddress: primaryAddress)
         return refusal == nil
     }
 
     /// One header line; returns false to abort the transfer.
-    func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            let fields = text.split(separator: " ", maxSplits: 2)
-            head = ResponseHead(status: fields.count > 1 ? Int(fields[1]) ?? 0 : 0)
+    func receiveHeader(_ raw: UnsafeRawBufferPointer) -> Bool {
+        let line = Array(raw)[...]
+        if line.starts(with: "HTTP/".utf8) {
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+            head = ResponseHead(status: fields.count > 1 ? Int(String(decoding: fields[1], as: UTF8.self)) ?? 0 : 0)
             sawLocation = false
             retryAfter = nil
             return true
         }
-        if text == "\r\n" || text == "\n" { return endOfHeader() }
-        let lower = text.lowercased()
-        if lower.hasPrefix("location:") { sawLocation = true }
-        if lower.hasPrefix("retry-after:") { retryAfter = Self.retryAfterSeconds(String(text.dropFirst(12))) }
-        head.apply(headerLine: text)
+        if HeaderBytes.trimmed(line).isEmpty { return endOfHeader() }
+        if HeaderBytes.hasPrefix(line, caseInsensitive: "location:") { sawLocation = true }
+        if HeaderBytes.hasPrefix(line, caseInsensitive: "retry-after:") {
+            retryAfter = Self.retryAfterSeconds(String(decoding: HeaderBytes.trimmed(line.dropFirst(12)), as: UTF8.self))
+        }
+        head.apply(headerLine: line)
         return true
     }
 
@@ -216,9 +222,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Retry-After as seconds from now: a number, or an HTTP date.
     private static func retryAfterSeconds(_ value: String) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        if let seconds = Double(trimmed) { return max(0, seconds) }
-        return HTTPDate.parse(trimmed).map { max(0, $0.timeIntervalSinceNow) }
+        if let seconds = Double(value) { return max(0, seconds) }
+        return HTTPDate.parse(value).map { max(0, $0.timeIntervalSinceNow) }
     }
 }
 

@@ -19,6 +19,7 @@ extension FilesystemError {
         case .fileTooLarge: EFBIG
         case .notAnImage: EMEDIUMTYPE
         case .noAttribute: ENODATA
+        case .attributesNotSupported: EOPNOTSUPP
         }
     }
 }

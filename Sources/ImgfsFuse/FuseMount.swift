@@ -1,4 +1,5 @@
 import CFuse
+import CFuseShims
 import Foundation
 import ImgfsCore
 import Logging
@@ -56,6 +57,9 @@ public final class FuseMount {
             fuse_remove_signal_handlers(session)
             fuse_session_destroy(session)
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
+        }
+        if !imgfs_fuse_request_parallel_dirops(session) {
+            logger.warning("cannot ask the kernel for parallel lookups; lookups will not wait for the network")
         }
         let notifier = SessionNotifier(session: session)
         filesystem.onInvalidate { inode in notifier.invalidate(inode) }

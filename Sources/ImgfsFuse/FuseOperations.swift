@@ -1,4 +1,5 @@
 import CFuse
+import CFuseShims
 import Foundation
 import ImgfsCore
 import Logging
@@ -21,11 +22,22 @@ final class FuseOperations: @unchecked Sendable {
     static func table() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.lookup = { req, parent, name in
-            let request = Request(raw: req!)
+            let operations = context(req)
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
-            switch context(req).filesystem.lookup(parent: UInt64(parent), name: bytes) {
-            case .success(let entry): request.reply(entry: entry)
-            case .failure(let error): request.fail(error)
+            // Only where the kernel runs lookups of one directory in parallel may a lookup wait for the network.
+            let wait = imgfs_fuse_parallel_dirops_granted()
+            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: 0)
+            operations.filesystem.lookup(parent: UInt64(parent), name: bytes, waitForSize: wait,
+                                         interest: interest) { [pending = operations.pending] result in
+                guard let request = pending.finish(ticket) else {
+                    // Interrupted: the kernel never got this entry, so it holds no reference to drop later.
+                    if case .success(let entry) = result { operations.filesystem.forget(entry.attributes.inode, count: 1) }
+                    return
+                }
+                switch result {
+                case .success(let entry): request.reply(entry: entry)
+                case .failure(let error): request.fail(error)
+                }
             }
         }
         ops.forget = { req, inode, count in

@@ -29,6 +29,9 @@ public enum FilesystemError: Error, Equatable, Sendable {
     case notAnImage
     /// No such extended attribute. ENODATA.
     case noAttribute
+    /// An extended attribute namespace imgfs does not support (security.*, system.*: no SELinux labels, no ACLs).
+    /// EOPNOTSUPP, which tells `ls -l` not to ask again for other files of the mount.
+    case attributesNotSupported
 
     /// The filesystem error for a name that does not decode to a fetchable URL.
     public init(_ error: NameError) {

@@ -25,7 +25,13 @@ extension ImageFilesystem {
 
     /// One attribute's value, or ``FilesystemError/noAttribute``.
     public func extendedAttribute(_ inode: UInt64, name: String) -> Result<[UInt8], FilesystemError> {
-        extendedAttributes(inode).flatMap { attributes in
+        // `ls -l` asks every file for security.selinux and system.posix_acl_access. EOPNOTSUPP for those namespaces makes
+        // it stop asking for the rest of the mount; other names are answered without building the report (both together
+        // took `ls -l` of 2,000 cached images from 0.4 s to the speed of tmpfs).
+        guard inodes.node(inode) != nil else { return .failure(.stale) }
+        if name.hasPrefix("security.") || name.hasPrefix("system.") { return .failure(.attributesNotSupported) }
+        guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }
+        return extendedAttributes(inode).flatMap { attributes in
             guard let value = attributes.first(where: { $0.name == name })?.value else { return .failure(.noAttribute) }
             return .success(Array(value.utf8))
         }

@@ -4,9 +4,11 @@ import Synchronization
 
 /// The filesystem's operations, free of FUSE: what each kernel request means for imgfs.
 ///
-/// Guarantees: `lookup` and directory listings never wait for the network (the kernel serializes lookups per
-/// directory, so one slow origin would otherwise stall every open); `getattr` and `open` of an image wait for its
-/// size (or error), `read` only for the bytes it asks for. Every asynchronous reply is called exactly once.
+/// Guarantees: directory listings never wait for the network, and `lookup` waits only when asked to (the adapter asks
+/// when the kernel runs lookups of one directory in parallel; where it serializes them, one slow origin would otherwise
+/// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
+/// for. A failure is reported the same whether or not lookup waited: the first getattr after it fails with it.
+/// Every asynchronous reply is called exactly once.
 public final class ImageFilesystem: @unchecked Sendable {
     /// Timeouts the kernel is given.
     public struct Configuration: Sendable {
@@ -27,6 +29,7 @@ public final class ImageFilesystem: @unchecked Sendable {
     }
 
     public typealias AttributesReply = @Sendable (Result<Entry, FilesystemError>) -> Void
+    public typealias EntryReply = @Sendable (Result<Entry, FilesystemError>) -> Void
     public typealias ReadReply = @Sendable (Result<ImageSlice, FilesystemError>) -> Void
     public typealias OpenReply = @Sendable (Result<OpenFile, FilesystemError>) -> Void
 
@@ -41,6 +44,8 @@ public final class ImageFilesystem: @unchecked Sendable {
     private let invalidation = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
     private let openHandles = Mutex<[UInt64: Int]>([:])
+    /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure.
+    let unreportedFailures = Mutex<Set<UInt64>>([])
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
                 logger: Logger) {
@@ -60,23 +65,37 @@ public final class ImageFilesystem: @unchecked Sendable {
 
     /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
     public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
-        guard let directory = inodes.node(parent) else { return .failure(.stale) }
+        let answer = Mutex<Result<Entry, FilesystemError>?>(nil)
+        lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
+        return answer.withLock { $0! }
+    }
+
+    /// Resolves `name` in directory `parent`. With `waitForSize`, an image whose size is not known yet is answered
+    /// once its response has been checked, so the kernel has its size at once instead of asking getattr for it.
+    public func lookup(parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
+                       reply: @escaping EntryReply) {
+        guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
         switch resolve(name, in: directory) {
         case .failure(let error):
-            return .failure(error)
+            reply(.failure(error))
         case .success(.image(let url)):
-            return lookupImage(url)
+            if waitForSize {
+                lookupImageWhenKnown(url, interest: interest, reply: reply)
+            } else {
+                reply(lookupImage(url))
+            }
         case .success(.generated(let file)):
-            return .success(Entry(attributes: generatedAttributes(file.inode, size: content(of: file).count),
-                                  entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
+            reply(.success(Entry(attributes: generatedAttributes(file.inode, size: content(of: file).count),
+                                 entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(let node):
-            return .success(directoryEntry(inodes.lookUp(node)))
+            reply(.success(directoryEntry(inodes.lookUp(node))))
         }
     }
 
     /// The kernel dropped `count` references to `inode`.
     public func forget(_ inode: UInt64, count: UInt64) {
         inodes.forget(inode, count: count)
+        unreportedFailures.withLock { _ = $0.remove(inode) }
     }
 
     /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
@@ -101,6 +120,7 @@ public final class ImageFilesystem: @unchecked Sendable {
     public func getattr(_ inode: UInt64, interest: Interest? = nil, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if case .image(let url) = node, let failure = repository.knownFailure(url) {
+            if unreportedFailures.withLock({ $0.remove(inode) }) != nil { return reply(.failure(failure.error.filesystemError)) }
             let attributes = Attributes(inode: inode, kind: .file, size: failure.announcedSize ?? 0, permissions: 0o444,
                                         modified: startTime, linkCount: 1)
             return reply(.success(Entry(attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
@@ -188,12 +208,36 @@ public final class ImageFilesystem: @unchecked Sendable {
             return .failure(error.filesystemError)
         case .success(let metadata):
             let inode = inodes.lookUp(.image(url))
-            guard let metadata else {
-                let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
-                return .success(Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0))
-            }
+            guard let metadata else { return .success(unknownSizeEntry(inode)) }
             return .success(imageEntry(inode, metadata))
         }
+    }
+
+    /// A lookup that waits for the size: a failure found while waiting answers like a lookup that did not wait (the
+    /// entry, of unknown size) and is left for the next getattr to report, as it would have been.
+    private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
+        switch repository.prepare(url) {
+        case .failure(let error):
+            reply(.failure(error.filesystemError))
+        case .success(let metadata?):
+            reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
+        case .success(nil):
+            repository.metadata(url, refresh: false, interest: interest) { [self] result in
+                let inode = inodes.lookUp(.image(url))
+                switch result {
+                case .success(let metadata):
+                    reply(.success(imageEntry(inode, metadata)))
+                case .failure:
+                    unreportedFailures.withLock { _ = $0.insert(inode) }
+                    reply(.success(unknownSizeEntry(inode)))
+                }
+            }
+        }
+    }
+
+    private func unknownSizeEntry(_ inode: UInt64) -> Entry {
+        let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
+        return Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
     }
 
     func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {

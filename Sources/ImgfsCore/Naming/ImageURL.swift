@@ -76,6 +76,12 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { string }
 
+    // Every other field is derived from the text, so it alone decides equality (hashing all fields cost the inode
+    // table's lock holders time on every request).
+    public static func == (lhs: ImageURL, rhs: ImageURL) -> Bool { lhs.string == rhs.string }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(string) }
+
     // MARK: - Parsing helpers
 
     private static func isSchemeByte(_ byte: UInt8) -> Bool {

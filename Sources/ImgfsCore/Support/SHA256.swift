@@ -13,6 +13,7 @@ public struct SHA256: Sendable {
 
     /// Feeds more bytes.
     public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        if let done = bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) { return done }
         let array = Array(bytes)
         array.withUnsafeBytes { update($0) }
     }
@@ -56,10 +57,17 @@ public struct SHA256: Sendable {
     public static func hex<Bytes: Sequence>(of bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var hash = SHA256()
         hash.update(bytes)
-        return hash.finish().map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
-        }.joined()
+        let digest = hash.finish()
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 64) { out in
+            digits.withUTF8Buffer { digits in
+                for (index, byte) in digest.enumerated() {
+                    out[2 * index] = digits[Int(byte >> 4)]
+                    out[2 * index + 1] = digits[Int(byte & 0x0f)]
+                }
+            }
+            return 64
+        }
     }
 
     // MARK: - Compression function
@@ -76,28 +84,37 @@ public struct SHA256: Sendable {
     ]
 
     private mutating func compress(_ block: UnsafeRawBufferPointer) {
-        var words = [UInt32](repeating: 0, count: 64)
-        for i in 0..<16 {
-            words[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
-                | UInt32(block[4 * i + 3])
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
+            for i in 0..<16 {
+                words[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
+                    | UInt32(block[4 * i + 3])
+            }
+            for i in 16..<64 {
+                let s0 = rotr(words[i - 15], 7) ^ rotr(words[i - 15], 18) ^ (words[i - 15] >> 3)
+                let s1 = rotr(words[i - 2], 17) ^ rotr(words[i - 2], 19) ^ (words[i - 2] >> 10)
+                words[i] = words[i - 16] &+ s0 &+ words[i - 7] &+ s1
+            }
+            state.withUnsafeMutableBufferPointer { state in
+                Self.roundConstants.withUnsafeBufferPointer { constants in
+                    var (a, b, c, d) = (state[0], state[1], state[2], state[3])
+                    var (e, f, g, h) = (state[4], state[5], state[6], state[7])
+                    for i in 0..<64 {
+                        let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                        let choice = (e & f) ^ (~e & g)
+                        let t1 = h &+ s1 &+ choice &+ constants[i] &+ words[i]
+                        let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                        let majority = (a & b) ^ (a & c) ^ (b & c)
+                        let t2 = s0 &+ majority
+                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+                    }
+                    state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
+                    state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
+                }
+            }
         }
-        for i in 16..<64 {
-            let s0 = rotr(words[i - 15], 7) ^ rotr(words[i - 15], 18) ^ (words[i - 15] >> 3)
-            let s1 = rotr(words[i - 2], 17) ^ rotr(words[i - 2], 19) ^ (words[i - 2] >> 10)
-            words[i] = words[i - 16] &+ s0 &+ words[i - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for i in 0..<64 {
-            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-            let choice = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ choice &+ Self.roundConstants[i] &+ words[i]
-            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ majority
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        for (i, value) in [a, b, c, d, e, f, g, h].enumerated() { state[i] = state[i] &+ value }
     }
 
-    private func rotr(_ value: UInt32, _ count: UInt32) -> UInt32 { value >> count | value << (32 - count) }
 }
+
+@inline(__always)
+private func rotr(_ value: UInt32, _ count: UInt32) -> UInt32 { value >> count | value << (32 - count) }
