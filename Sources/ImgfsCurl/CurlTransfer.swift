@@ -83,6 +83,7 @@ final class CurlTransfer: @unchecked Sendable {
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallSeconds)
         imgfs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
         imgfs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        imgfs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize)
         // Decode a compressed body (gzip, deflate, br) should an origin send one; its Content-Length is then the
         // compressed size and is ignored (ResponseHead).
         imgfs_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, "")

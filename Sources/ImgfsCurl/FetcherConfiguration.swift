@@ -27,6 +27,10 @@ public struct FetcherConfiguration: Sendable {
     public var insecure = false
     /// The User-Agent header.
     public var userAgent = "imgfs"
+    /// Bytes curl receives per read from a connection (its default is 16 KiB): larger reads mean fewer calls into
+    /// imgfs per large image (cold large files went from about 0.66× to 0.9× of curl's own speed). Memory: one such
+    /// buffer per running transfer.
+    public var receiveBufferSize = 512 * 1024
 
     public init() {}
 }

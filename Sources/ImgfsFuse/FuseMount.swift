@@ -63,6 +63,7 @@ public final class FuseMount {
         }
         let notifier = SessionNotifier(session: session)
         filesystem.onInvalidate { inode in notifier.invalidate(inode) }
+        operations.storeInKernel = { inode, slice in notifier.store(inode, slice) }
         self.notifier = notifier
     }
 
@@ -106,6 +107,34 @@ private final class SessionNotifier: @unchecked Sendable {
         defer { lock.unlock() }
         guard open else { return }
         fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+    }
+
+    /// Puts `slice` (from offset 0) into the kernel's page cache of `inode`, marked up to date.
+    func store(_ inode: UInt64, _ slice: ImageSlice) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard open else { return }
+        slice.withSegments { pieces in
+            if pieces.count == 1 {
+                send(inode, pieces[0])
+            } else {
+                let joined = pieces.flatMap { Array($0) }
+                joined.withUnsafeBytes { send(inode, $0) }
+            }
+        }
+    }
+
+    private func send(_ inode: UInt64, _ bytes: UnsafeRawBufferPointer) {
+        var vector = fuse_bufvec()
+        vector.count = 1
+        vector.idx = 0
+        vector.off = 0
+        vector.buf.size = bytes.count
+        vector.buf.flags = fuse_buf_flags(rawValue: 0)
+        vector.buf.mem = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+        vector.buf.fd = -1
+        vector.buf.pos = 0
+        _ = fuse_lowlevel_notify_store(session, fuse_ino_t(inode), 0, &vector, fuse_buf_copy_flags(rawValue: 0))
     }
 
     func close() {

@@ -11,6 +11,8 @@ final class FuseOperations: @unchecked Sendable {
     let logger: Logger
     /// Requests answered later, which an interrupt may answer first.
     let pending = PendingRequests()
+    /// Puts bytes into the kernel's page cache of an inode (set once the session exists).
+    var storeInKernel: (@Sendable (UInt64, ImageSlice) -> Void)?
 
     init(filesystem: ImageFilesystem, logger: Logger) {
         self.filesystem = filesystem
@@ -26,7 +28,9 @@ final class FuseOperations: @unchecked Sendable {
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
             // Only where the kernel runs lookups of one directory in parallel may a lookup wait for the network.
             let wait = imgfs_fuse_parallel_dirops_granted()
-            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: 0)
+            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
+                filesystem.lookupInterrupted(parent: UInt64(parent), name: bytes)
+            }
             operations.filesystem.lookup(parent: UInt64(parent), name: bytes, waitForSize: wait,
                                          interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else {
@@ -53,7 +57,9 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.getattr = { req, inode, _ in
             let operations = context(req)
-            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
+                filesystem.interrupted(UInt64(inode))
+            }
             operations.filesystem.getattr(UInt64(inode), interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
@@ -65,8 +71,10 @@ final class FuseOperations: @unchecked Sendable {
         ops.open = { req, inode, info in
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
-            let reply = OpenReply(info: info!.pointee)
-            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            let reply = OpenReply(info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel)
+            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
+                filesystem.interrupted(UInt64(inode))
+            }
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
@@ -78,14 +86,22 @@ final class FuseOperations: @unchecked Sendable {
         ops.read = { req, inode, size, offset, info in
             let operations = context(req)
             let handle = info!.pointee.fh
-            let (ticket, interest) = operations.pending.track(Request(raw: req!), inode: UInt64(inode))
+            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
+                filesystem.interrupted(UInt64(inode))
+            }
+            let caller = pthread_self()
             operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size,
                                        interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
-                switch result {
-                case .success(let slice): request.reply(slice: slice)
-                case .failure(let error): request.fail(error)
+                let send: @Sendable () -> Void = {
+                    switch result {
+                    case .success(let slice): request.reply(slice: slice)
+                    case .failure(let error): request.fail(error)
+                    }
                 }
+                // Bytes that arrive later are handed over by the fetching thread: copying them into the kernel there
+                // would hold up the next bytes of every transfer, so another thread sends them.
+                if pthread_equal(caller, pthread_self()) != 0 { send() } else { lateReplies.async(execute: send) }
             }
         }
         ops.release = { req, inode, info in
@@ -166,6 +182,9 @@ final class FuseOperations: @unchecked Sendable {
 
 // C function pointers cannot capture anything, so these helpers are free functions.
 
+/// Where read replies that were waited for are sent from (concurrent: each is one copy into the kernel).
+private let lateReplies = DispatchQueue(label: "imgfs.read-replies", attributes: .concurrent)
+
 private func refuse(_ req: fuse_req_t?) {
     Request(raw: req!).fail(.readOnly)
 }
@@ -178,8 +197,12 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 /// callback).
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
+    let inode: UInt64
+    let store: (@Sendable (UInt64, ImageSlice) -> Void)?
 
     func send(_ request: Request, _ file: ImageFilesystem.OpenFile) {
+        // Before the answer, so the read that follows finds the pages (keep_cache below keeps them).
+        if let preload = file.preload { store?(inode, preload) }
         var info = info
         info.fh = file.handle
         if file.directIO {

@@ -11,8 +11,8 @@ import Synchronization
 final class PendingRequests: @unchecked Sendable {
     private struct Pending {
         let request: Request
-        let inode: UInt64
         let interest: Interest
+        let onInterrupt: @Sendable () -> Void
     }
 
     private struct Table {
@@ -22,14 +22,14 @@ final class PendingRequests: @unchecked Sendable {
 
     private let table = Mutex(Table())
 
-    /// Starts tracking `request` about `inode`; returns the ticket to hand to ``finish(_:)`` and the interest to pass
-    /// down, which an interrupt withdraws.
-    func track(_ request: Request, inode: UInt64) -> (ticket: UInt, interest: Interest) {
+    /// Starts tracking `request`; returns the ticket to hand to ``finish(_:)`` and the interest to pass down, which an
+    /// interrupt withdraws before calling `onInterrupt`.
+    func track(_ request: Request, onInterrupt: @escaping @Sendable () -> Void) -> (ticket: UInt, interest: Interest) {
         let interest = Interest()
         let ticket = table.withLock { table in
             let ticket = table.next
             table.next += 1
-            table.live[ticket] = Pending(request: request, inode: inode, interest: interest)
+            table.live[ticket] = Pending(request: request, interest: interest, onInterrupt: onInterrupt)
             return ticket
         }
         fuse_req_interrupt_func(request.raw, pendingRequestInterrupted, UnsafeMutableRawPointer(bitPattern: ticket))
@@ -41,12 +41,12 @@ final class PendingRequests: @unchecked Sendable {
         table.withLock { $0.live.removeValue(forKey: ticket) }?.request
     }
 
-    /// Answers the request with EINTR unless it was answered already; returns the inode it was about.
-    func interrupt(_ ticket: UInt) -> UInt64? {
-        guard let pending = table.withLock({ $0.live.removeValue(forKey: ticket) }) else { return nil }
+    /// Answers the request with EINTR unless it was answered already, then tells whoever tracked it.
+    func interrupt(_ ticket: UInt) {
+        guard let pending = table.withLock({ $0.live.removeValue(forKey: ticket) }) else { return }
         pending.interest.withdraw()
         pending.request.fail(.interrupted)
-        return pending.inode
+        pending.onInterrupt()
     }
 
     /// How many requests wait now.
@@ -56,7 +56,5 @@ final class PendingRequests: @unchecked Sendable {
 private func pendingRequestInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
     guard let data else { return }
     let operations = Unmanaged<FuseOperations>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
-    if let inode = operations.pending.interrupt(UInt(bitPattern: data)) {
-        operations.filesystem.interrupted(inode)
-    }
+    operations.pending.interrupt(UInt(bitPattern: data))
 }

@@ -66,7 +66,8 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.limits = try network.limits()
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
                                          disk: try openDiskCache(in: cacheDirectory, logger: logger),
-                                         configuration: repositoryConfiguration, logger: logger)
+                                         configuration: repositoryConfiguration, logger: logger,
+                                         diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])

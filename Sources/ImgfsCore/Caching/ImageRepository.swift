@@ -79,12 +79,15 @@ public final class ImageRepository: @unchecked Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     private let state = Mutex(State())
-    let diskWrites = DispatchQueue(label: "imgfs.disk-writes")
+    /// Where disk-cache writes run, one at a time.
+    let diskWrites: any SerialWorker
     private let contentChangeHandler = Mutex<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
-                logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+                logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
+                diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")) {
         self.fetcher = fetcher
+        self.diskWrites = diskWriter
         self.memory = memory
         self.disk = disk
         self.configuration = configuration
@@ -107,6 +110,13 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     // MARK: - Serving
+
+    /// The whole image when it is in memory: in the memory cache (without counting a hit or refreshing its recency), or
+    /// every byte of its transfer has arrived.
+    public func bytesInMemory(_ url: ImageURL) -> ImageSlice? {
+        if let image = memory.peek(url.cacheKey) { return ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size) }
+        return state.withLock { $0.inFlight[url.cacheKey] }?.download.arrivedBody
+    }
 
     /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
     /// `.success(nil)` means the size is not known yet.
@@ -166,7 +176,7 @@ public final class ImageRepository: @unchecked Sendable {
 
     /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost).
     public func flushDiskWrites() {
-        diskWrites.sync {}
+        diskWrites.drain()
     }
 
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.

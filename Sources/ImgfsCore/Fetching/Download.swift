@@ -76,6 +76,16 @@ public final class Download: TransferObserving, @unchecked Sendable {
     /// The bytes of a complete download, else nil.
     public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
 
+    /// All the bytes of the body once they have arrived and been checked (the same bytes reads are served), even
+    /// before the transfer has reported its end; else nil.
+    public var arrivedBody: ImageSlice? {
+        state.withLock { state in
+            guard let size = Self.metadata(of: state)?.size, state.received == size else { return nil }
+            if case .failed = state.phase { return nil }
+            return ImageSlice(bytes: state.bytes, offset: 0, count: size)
+        }
+    }
+
     /// Answers once the size is known (Content-Length, else the end of the body) or the download failed.
     public func whenMetadataKnown(interest: Interest? = nil, _ reply: @escaping MetadataReply) {
         let answer: Result<ImageMetadata, FetchError>? = state.withLock { state in

@@ -26,7 +26,17 @@ public final class ImageFilesystem: @unchecked Sendable {
         public var handle: UInt64
         /// Reads must bypass the page cache (generated files whose size is not stable).
         public var directIO: Bool
+        /// The whole image, when it is small and already in memory, for the adapter to put into the kernel's page cache
+        /// before answering the open, so the first read needs no READ round trip. Given once per inode and content.
+        public var preload: ImageSlice? = nil
+
+        public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
+            lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
+        }
     }
+
+    /// The largest image handed over with its open (``OpenFile/preload``).
+    public static let preloadLimit = 1 << 20
 
     public typealias AttributesReply = @Sendable (Result<Entry, FilesystemError>) -> Void
     public typealias EntryReply = @Sendable (Result<Entry, FilesystemError>) -> Void
@@ -46,6 +56,8 @@ public final class ImageFilesystem: @unchecked Sendable {
     private let openHandles = Mutex<[UInt64: Int]>([:])
     /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure.
     let unreportedFailures = Mutex<Set<UInt64>>([])
+    /// Image inodes whose bytes were handed to the kernel with an open (until the content changes or the inode goes).
+    let preloaded = Mutex<Set<UInt64>>([])
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
                 logger: Logger) {
@@ -96,6 +108,7 @@ public final class ImageFilesystem: @unchecked Sendable {
     public func forget(_ inode: UInt64, count: UInt64) {
         inodes.forget(inode, count: count)
         unreportedFailures.withLock { _ = $0.remove(inode) }
+        preloaded.withLock { _ = $0.remove(inode) }
     }
 
     /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
@@ -147,7 +160,9 @@ public final class ImageFilesystem: @unchecked Sendable {
         case .image(let url):
             repository.metadata(url, refresh: true, interest: interest) { [self] result in
                 if case .success = result { openHandles.withLock { $0[inode, default: 0] += 1 } }
-                reply(result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError })
+                reply(result.map { metadata in
+                    OpenFile(handle: 0, directIO: false, preload: preload(inode, url, size: metadata.size))
+                }.mapError { $0.filesystemError })
             }
         case .generated(let file):
             let snapshot = ImageBytes(copying: content(of: file))
@@ -183,6 +198,13 @@ public final class ImageFilesystem: @unchecked Sendable {
     public func interrupted(_ inode: UInt64) {
         guard case .image(let url)? = inodes.node(inode) else { return }
         repository.readerGaveUp(url, openHandles: openHandles.withLock { $0[inode] ?? 0 })
+    }
+
+    /// A lookup of `name` in `parent` was interrupted while it waited: like ``interrupted(_:)`` for its image.
+    public func lookupInterrupted(parent: UInt64, name: [UInt8]) {
+        guard let directory = inodes.node(parent), case .success(.image(let url)) = resolve(name, in: directory) else { return }
+        let inode = inodes.existingInode(.image(url))
+        repository.readerGaveUp(url, openHandles: inode.map { inode in openHandles.withLock { $0[inode] ?? 0 } } ?? 0)
     }
 
     /// The file `inode` opened with `handle` was closed; when it was an image's last open handle, its transfer may be
@@ -235,6 +257,17 @@ public final class ImageFilesystem: @unchecked Sendable {
         }
     }
 
+    /// The whole image for ``OpenFile/preload``: the first time `inode` is opened with this content, when it is small
+    /// and complete in memory.
+    private func preload(_ inode: UInt64, _ url: ImageURL, size: Int) -> ImageSlice? {
+        guard size > 0, size <= Self.preloadLimit, preloaded.withLock({ $0.insert(inode).inserted }) else { return nil }
+        guard let slice = repository.bytesInMemory(url), slice.count == size else {
+            preloaded.withLock { _ = $0.remove(inode) }
+            return nil
+        }
+        return slice
+    }
+
     private func unknownSizeEntry(_ inode: UInt64) -> Entry {
         let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
         return Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
@@ -259,7 +292,9 @@ public final class ImageFilesystem: @unchecked Sendable {
     }
 
     private func contentChanged(_ url: ImageURL) {
-        guard let inode = inodes.existingInode(.image(url)), let handler = invalidation.withLock({ $0 }) else { return }
+        guard let inode = inodes.existingInode(.image(url)) else { return }
+        preloaded.withLock { _ = $0.remove(inode) }
+        guard let handler = invalidation.withLock({ $0 }) else { return }
         logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
         handler(inode)
     }

@@ -1,0 +1,47 @@
+import Foundation
+import Glibc
+import ImgfsCore
+
+/// A ``SerialWorker`` on a thread of its own at the lowest CPU priority (nice 19): background disk writes then take
+/// only CPU time that readers leave unused, instead of competing with the reads that follow a burst of fetches.
+///
+/// Guarantees: work runs one item at a time in submission order; ``drain()`` returns after everything submitted before
+/// it has run, however busy the machine is (nice 19 still gets CPU time).
+public final class LowPriorityWorker: SerialWorker, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [@Sendable () -> Void] = []
+    private var thread: WorkerThread?
+
+    /// Starts the thread, named `name`; falls back to running work at normal priority when it cannot be lowered.
+    public init(name: String) throws {
+        thread = try WorkerThread(name: name) { [unowned self] in
+            // On Linux, PRIO_PROCESS with who 0 is the calling thread only (nice is per thread there).
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+            run()
+        }
+    }
+
+    public func submit(_ work: @escaping @Sendable () -> Void) {
+        condition.lock()
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    public func drain() {
+        let done = DispatchSemaphore(value: 0)
+        submit { done.signal() }
+        done.wait()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty { condition.wait() }
+            let batch = queue
+            queue.removeAll()
+            condition.unlock()
+            batch.forEach { $0() }
+        }
+    }
+}
