@@ -23,6 +23,15 @@ final class FuseOperations: @unchecked Sendable {
     /// stops asking).
     static func table() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
+        ops.`init` = { userdata, conn in
+            let operations = Unmanaged<FuseOperations>.fromOpaque(userdata!).takeUnretainedValue()
+            // The reply to INIT gets FUSE_PARALLEL_DIROPS whenever the kernel offers it (CFuseShims).
+            if conn!.pointee.capable & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0 {
+                operations.logger.notice("the kernel runs lookups in parallel: a lookup waits for the image's size")
+            } else {
+                operations.logger.notice("the kernel serializes lookups per directory: lookups do not wait for the network")
+            }
+        }
         ops.lookup = { req, parent, name in
             let operations = context(req)
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))

@@ -119,6 +119,9 @@ struct MountAndServeTests {
         #expect(cat.output.hasPrefix(Fixtures.sha256(icon)))
         #expect(elapsed < 0.5, "stat and cat took \(elapsed) s")
         #expect(held.allSatisfy { $0.isRunning }, "the 20 opens are still waiting on the slow origin")
+        // The 20 wait inside LOOKUP (the kernel was asked for parallel lookups), so this proves lookups of img/ do not
+        // queue behind each other.
+        #expect(mount.log.contains("the kernel runs lookups in parallel"))
     }
 
     @Test("a reader hit by Ctrl-C while its open waits on the origin ends at once")

@@ -54,7 +54,8 @@ public final class ImageFilesystem: @unchecked Sendable {
     private let invalidation = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
     private let openHandles = Mutex<[UInt64: Int]>([:])
-    /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure.
+    /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure (unless an
+    /// open reported it first).
     let unreportedFailures = Mutex<Set<UInt64>>([])
     /// Image inodes whose bytes were handed to the kernel with an open (until the content changes or the inode goes).
     let preloaded = Mutex<Set<UInt64>>([])
@@ -159,7 +160,10 @@ public final class ImageFilesystem: @unchecked Sendable {
         switch node {
         case .image(let url):
             repository.metadata(url, refresh: true, interest: interest) { [self] result in
-                if case .success = result { openHandles.withLock { $0[inode, default: 0] += 1 } }
+                switch result {
+                case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
+                case .failure: unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
+                }
                 reply(result.map { metadata in
                     OpenFile(handle: 0, directIO: false, preload: preload(inode, url, size: metadata.size))
                 }.mapError { $0.filesystemError })

@@ -1,0 +1,103 @@
+import Foundation
+import ImgfsCore
+import Testing
+
+/// Lookups that wait for the size (where the kernel runs lookups in parallel), the preload handed over with the first
+/// open, and the extended-attribute namespaces imgfs does not support.
+@Suite("Filesystem logic: waiting lookups and preloads")
+struct WaitingLookupTests {
+    private let fetcher = ManualFetcher()
+    private let filesystem: ImageFilesystem
+
+    init() {
+        var configuration = ImageRepository.Configuration()
+        configuration.limits.requireImage = false
+        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+                                         configuration: configuration, logger: .init(label: "test"))
+        filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
+                                     logger: .init(label: "test"))
+    }
+
+    private func lookup(_ url: String, _ replies: Replies<Result<Entry, FilesystemError>>) {
+        filesystem.lookup(parent: InodeTable.imagesInode, name: Array(NameCodec.encode(url).utf8), waitForSize: true) {
+            replies.record($0)
+        }
+    }
+
+    @Test("a waiting lookup answers once the response is known, with the size and cacheable attributes")
+    func waitsForSize() throws {
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/a.png", replies)
+        #expect(replies.all.isEmpty, "no answer before the response")
+        #expect(fetcher.transfers.count == 1)
+        fetcher.respond(body: [1, 2, 3, 4])
+        let entry = try #require(replies.all.first).get()
+        #expect(entry.attributes.size == 4)
+        #expect(entry.attributeTimeout > 0)
+    }
+
+    @Test("a failure found while a lookup waits is reported by the next getattr, as if the lookup had not waited")
+    func failureGoesToGetattr() throws {
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/gone.png", replies)
+        fetcher.fail(0, .httpStatus(404))
+        let entry = try #require(replies.all.first).get()
+        #expect(entry.attributes.size == 0 && entry.attributeTimeout == 0)
+        let stats = Replies<Result<Entry, FilesystemError>>()
+        filesystem.getattr(entry.attributes.inode) { stats.record($0) }
+        filesystem.getattr(entry.attributes.inode) { stats.record($0) }
+        #expect(stats.all.count == 2)
+        #expect(stats.all.first.map { (try? $0.get()) == nil } == true, "the first getattr fails with the error")
+        if case .failure(let error)? = stats.all.first { #expect(error == .notFound) }
+        #expect((try? stats.all.last?.get())?.attributes.size == 0, "later ones answer, so the error xattr can be read")
+    }
+
+    @Test("an open that reports the failure first leaves getattr answering (so the error xattr can be read)")
+    func openReportsFailure() throws {
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/html.png", replies)
+        fetcher.fail(0, .httpStatus(404))
+        let inode = try #require(replies.all.first).get().attributes.inode
+        let opens = Replies<FilesystemError?>()
+        filesystem.open(inode, forWriting: false) { result in
+            if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
+        }
+        #expect(opens.all == [.notFound])
+        let stats = Replies<Result<Entry, FilesystemError>>()
+        filesystem.getattr(inode) { stats.record($0) }
+        #expect((try? stats.all.first?.get())?.attributes.size == 0)
+    }
+
+    @Test("the first open of a complete small image hands its bytes over once; a new inode gets them again")
+    func preloadOnce() throws {
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/p.png", replies)
+        fetcher.respond(body: [7, 8, 9])
+        let inode = try #require(replies.all.first).get().attributes.inode
+        let opens = Replies<ImageFilesystem.OpenFile?>()
+        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        #expect(opens.all.count == 2)
+        let first = try #require(opens.all[0]?.preload)
+        #expect(first.bytes.copyBytes(offset: first.offset, count: first.count) == [7, 8, 9])
+        #expect(opens.all[1]?.preload == nil, "the kernel has the pages already")
+        filesystem.forget(inode, count: 1)
+        lookup("http://127.0.0.1/p.png", replies)
+        let again = try #require(replies.all.last).get().attributes.inode
+        filesystem.open(again, forWriting: false) { opens.record(try? $0.get()) }
+        #expect(opens.all.last??.preload != nil, "a new inode gets the bytes again")
+    }
+
+    @Test("security.* and system.* attributes are not supported (EOPNOTSUPP); other unknown names are ENODATA")
+    func attributeNamespaces() throws {
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/x.png", replies)
+        fetcher.respond(body: [1])
+        let inode = try #require(replies.all.first).get().attributes.inode
+        #expect(filesystem.extendedAttribute(inode, name: "security.selinux") == .failure(.attributesNotSupported))
+        #expect(filesystem.extendedAttribute(inode, name: "system.posix_acl_access") == .failure(.attributesNotSupported))
+        #expect(filesystem.extendedAttribute(inode, name: "user.other") == .failure(.noAttribute))
+        #expect(filesystem.extendedAttribute(inode, name: "user.imgfs.size") == .success(Array("1".utf8)))
+        #expect(filesystem.extendedAttribute(999_999, name: "security.selinux") == .failure(.stale))
+    }
+}
