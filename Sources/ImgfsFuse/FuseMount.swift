@@ -63,7 +63,11 @@ public final class FuseMount {
         }
         let notifier = SessionNotifier(session: session)
         filesystem.onInvalidate { inode in notifier.invalidate(inode) }
-        operations.storeInKernel = { inode, slice in notifier.store(inode, slice) }
+        operations.storeInKernel = { inode, preload in
+            notifier.store(inode, preload.bytes)
+            // A new body that arrived while storing: drop what was stored (its invalidation may have come first).
+            if !filesystem.preloadIsCurrent(inode, generation: preload.generation) { notifier.invalidate(inode) }
+        }
         self.notifier = notifier
     }
 

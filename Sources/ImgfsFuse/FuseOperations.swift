@@ -11,8 +11,8 @@ final class FuseOperations: @unchecked Sendable {
     let logger: Logger
     /// Requests answered later, which an interrupt may answer first.
     let pending = PendingRequests()
-    /// Puts bytes into the kernel's page cache of an inode (set once the session exists).
-    var storeInKernel: (@Sendable (UInt64, ImageSlice) -> Void)?
+    /// Puts an open's preload into the kernel's page cache of an inode (set once the session exists).
+    var storeInKernel: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
 
     init(filesystem: ImageFilesystem, logger: Logger) {
         self.filesystem = filesystem
@@ -207,7 +207,7 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
     let inode: UInt64
-    let store: (@Sendable (UInt64, ImageSlice) -> Void)?
+    let store: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
 
     func send(_ request: Request, _ file: ImageFilesystem.OpenFile) {
         // Before the answer, so the read that follows finds the pages (keep_cache below keeps them).

@@ -78,7 +78,7 @@ struct WaitingLookupTests {
         filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
         filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
         #expect(opens.all.count == 2)
-        let first = try #require(opens.all[0]?.preload)
+        let first = try #require(opens.all[0]?.preload).bytes
         #expect(first.bytes.copyBytes(offset: first.offset, count: first.count) == [7, 8, 9])
         #expect(opens.all[1]?.preload == nil, "the kernel has the pages already")
         filesystem.forget(inode, count: 1)
@@ -86,6 +86,37 @@ struct WaitingLookupTests {
         let again = try #require(replies.all.last).get().attributes.inode
         filesystem.open(again, forWriting: false) { opens.record(try? $0.get()) }
         #expect(opens.all.last??.preload != nil, "a new inode gets the bytes again")
+    }
+
+    @Test("a new body makes an earlier preload stale, and the next open hands over the new bytes")
+    func preloadAfterChange() throws {
+        let clock = TestClock()
+        var configuration = ImageRepository.Configuration()
+        configuration.limits.requireImage = false
+        configuration.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false)
+        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+                                         configuration: configuration, logger: .init(label: "test"),
+                                         now: { [clock] in clock.now })
+        let filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
+                                         logger: .init(label: "test"))
+        let replies = Replies<Result<Entry, FilesystemError>>()
+        filesystem.lookup(parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/c.png").utf8),
+                          waitForSize: true) { replies.record($0) }
+        fetcher.respond(0, body: [1, 2, 3], etag: "\"v1\"")
+        let inode = try #require(replies.all.first).get().attributes.inode
+        let opens = Replies<ImageFilesystem.OpenFile?>()
+        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        let old = try #require(opens.all.first??.preload)
+        #expect(filesystem.preloadIsCurrent(inode, generation: old.generation))
+        clock.advance(120)
+        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        #expect(fetcher.transfers.count == 2, "the expired copy is revalidated")
+        fetcher.respond(1, body: [4, 5, 6], etag: "\"v2\"")
+        #expect(!filesystem.preloadIsCurrent(inode, generation: old.generation), "the old bytes must be dropped")
+        // That open was answered at the new head, before its body (no preload then); the next one has it.
+        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        let new = try #require(opens.all.last??.preload).bytes
+        #expect(new.bytes.copyBytes(offset: new.offset, count: new.count) == [4, 5, 6])
     }
 
     @Test("security.* and system.* attributes are not supported (EOPNOTSUPP); other unknown names are ENODATA")

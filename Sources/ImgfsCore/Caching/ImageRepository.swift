@@ -111,13 +111,6 @@ public final class ImageRepository: @unchecked Sendable {
 
     // MARK: - Serving
 
-    /// The whole image when it is in memory: in the memory cache (without counting a hit or refreshing its recency), or
-    /// every byte of its transfer has arrived.
-    public func bytesInMemory(_ url: ImageURL) -> ImageSlice? {
-        if let image = memory.peek(url.cacheKey) { return ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size) }
-        return state.withLock { $0.inFlight[url.cacheKey] }?.download.arrivedBody
-    }
-
     /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
     /// `.success(nil)` means the size is not known yet.
     public func prepare(_ url: ImageURL) -> Result<ImageMetadata?, FetchError> {
@@ -134,11 +127,24 @@ public final class ImageRepository: @unchecked Sendable {
     /// stat and read do not).
     public func metadata(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
                          reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void) {
+        metadataAndBody(url, refresh: refresh, interest: interest) { reply($0.map(\.metadata)) }
+    }
+
+    /// ``metadata(_:refresh:interest:reply:)``, with the whole body when the source that answered has all of it in
+    /// memory (the memory cache, or a transfer whose bytes have all arrived): the bytes match the metadata, since both
+    /// come from the same source.
+    public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+                                reply: @escaping @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void) {
         resolve(url, refresh: refresh) { result in
             switch result {
-            case .failure(let error): reply(.failure(error))
-            case .success(.download(let download)): download.whenMetadataKnown(interest: interest, reply)
-            case .success(let source): reply(.success(Self.currentMetadata(source)!))
+            case .failure(let error):
+                reply(.failure(error))
+            case .success(.download(let download)):
+                download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
+            case .success(.memory(let image)):
+                reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
+            case .success(let source):
+                reply(.success((Self.currentMetadata(source)!, nil)))
             }
         }
     }

@@ -27,8 +27,9 @@ public final class ImageFilesystem: @unchecked Sendable {
         /// Reads must bypass the page cache (generated files whose size is not stable).
         public var directIO: Bool
         /// The whole image, when it is small and already in memory, for the adapter to put into the kernel's page cache
-        /// before answering the open, so the first read needs no READ round trip. Given once per inode and content.
-        public var preload: ImageSlice? = nil
+        /// before answering the open, so the first read needs no READ round trip. Given once per inode and content;
+        /// after storing it the adapter asks ``ImageFilesystem/preloadIsCurrent(_:generation:)``.
+        public var preload: (bytes: ImageSlice, generation: UInt64)? = nil
 
         public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
             lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
@@ -57,8 +58,8 @@ public final class ImageFilesystem: @unchecked Sendable {
     /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure (unless an
     /// open reported it first).
     let unreportedFailures = Mutex<Set<UInt64>>([])
-    /// Image inodes whose bytes were handed to the kernel with an open (until the content changes or the inode goes).
-    let preloaded = Mutex<Set<UInt64>>([])
+    /// Image inodes whose bytes were handed to the kernel with an open.
+    let preloads = PreloadTracker()
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
                 logger: Logger) {
@@ -109,7 +110,7 @@ public final class ImageFilesystem: @unchecked Sendable {
     public func forget(_ inode: UInt64, count: UInt64) {
         inodes.forget(inode, count: count)
         unreportedFailures.withLock { _ = $0.remove(inode) }
-        preloaded.withLock { _ = $0.remove(inode) }
+        preloads.forget(inode)
     }
 
     /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
@@ -159,13 +160,13 @@ public final class ImageFilesystem: @unchecked Sendable {
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
-            repository.metadata(url, refresh: true, interest: interest) { [self] result in
+            repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
                 case .failure: unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
                 }
-                reply(result.map { metadata in
-                    OpenFile(handle: 0, directIO: false, preload: preload(inode, url, size: metadata.size))
+                reply(result.map { found in
+                    OpenFile(handle: 0, directIO: false, preload: preload(inode, size: found.metadata.size, body: found.body))
                 }.mapError { $0.filesystemError })
             }
         case .generated(let file):
@@ -262,14 +263,17 @@ public final class ImageFilesystem: @unchecked Sendable {
     }
 
     /// The whole image for ``OpenFile/preload``: the first time `inode` is opened with this content, when it is small
-    /// and complete in memory.
-    private func preload(_ inode: UInt64, _ url: ImageURL, size: Int) -> ImageSlice? {
-        guard size > 0, size <= Self.preloadLimit, preloaded.withLock({ $0.insert(inode).inserted }) else { return nil }
-        guard let slice = repository.bytesInMemory(url), slice.count == size else {
-            preloaded.withLock { _ = $0.remove(inode) }
-            return nil
-        }
-        return slice
+    /// and `body` (from the source that gave its size) is all there.
+    private func preload(_ inode: UInt64, size: Int, body: ImageSlice?) -> (bytes: ImageSlice, generation: UInt64)? {
+        guard size > 0, size <= Self.preloadLimit, let body, body.count == size, let generation = preloads.claim(inode)
+        else { return nil }
+        return (body, generation)
+    }
+
+    /// After the adapter stored a preload: whether the content is still the one it was taken from (false: a new body
+    /// arrived meanwhile, and the kernel must drop what was stored).
+    public func preloadIsCurrent(_ inode: UInt64, generation: UInt64) -> Bool {
+        preloads.isCurrent(inode, generation: generation)
     }
 
     private func unknownSizeEntry(_ inode: UInt64) -> Entry {
@@ -297,7 +301,7 @@ public final class ImageFilesystem: @unchecked Sendable {
 
     private func contentChanged(_ url: ImageURL) {
         guard let inode = inodes.existingInode(.image(url)) else { return }
-        preloaded.withLock { _ = $0.remove(inode) }
+        preloads.contentChanged(inode)
         guard let handler = invalidation.withLock({ $0 }) else { return }
         logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
         handler(inode)
