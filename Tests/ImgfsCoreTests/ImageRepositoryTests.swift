@@ -15,6 +15,7 @@ struct ImageRepositoryTests {
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         configuration.limits.requireImage = false
+        configuration.diskWriteQuietPeriod = 0  // settle() waits a fixed time for the write
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
                                configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now })
     }

@@ -39,7 +39,9 @@ extension ImageRepository {
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
+        let queuedAt = DispatchTime.now().uptimeNanoseconds
         diskWrites.submit { [self] in
+            if metadata.size > configuration.diskWriteYieldSize { waitForQuietMoment(queuedAt: queuedAt) }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
                     if pieces.count == 1 {

@@ -29,6 +29,12 @@ public final class ImageRepository: @unchecked Sendable {
         public var minimumFreshness: TimeInterval = 1
         /// What a body must satisfy (size cap, image signature).
         public var limits = Download.Limits()
+        /// Background writes of large bodies yield to readers: a write of more than `diskWriteYieldSize` bytes waits
+        /// until no request has come for `diskWriteQuietPeriod`…
+        public var diskWriteYieldSize = 1 << 20
+        public var diskWriteQuietPeriod: TimeInterval = 0.05
+        /// …but never longer than this after it was queued (which bounds what waiting writes hold in memory).
+        public var diskWriteMaxDelay: TimeInterval = 2
 
         public init() {}
     }
@@ -81,6 +87,8 @@ public final class ImageRepository: @unchecked Sendable {
     private let state = Mutex(State())
     /// Where disk-cache writes run, one at a time.
     let diskWrites: any SerialWorker
+    /// When a request last came (monotonic nanoseconds), for ``waitForQuietMoment(queuedAt:)``.
+    let lastRequest = Atomic<UInt64>(0)
     private let contentChangeHandler = Mutex<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
@@ -180,6 +188,22 @@ public final class ImageRepository: @unchecked Sendable {
         logger.info("evicted", metadata: ["url": "\(url.withoutFragment)"])
     }
 
+    /// On the disk-write thread, before writing a large body: waits until no request has come for
+    /// ``Configuration/diskWriteQuietPeriod``, or ``Configuration/diskWriteMaxDelay`` has passed since the write was
+    /// queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
+    /// those reads for memory bandwidth. Small bodies are written at once: holding them back left the CPUs idle
+    /// between requests, and in a VM waking an idle CPU made every small-file request slower (docs/PERFORMANCE.md).
+    func waitForQuietMoment(queuedAt: UInt64) {
+        let quiet = UInt64(max(0, configuration.diskWriteQuietPeriod) * 1e9)
+        let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
+            guard idle < quiet, now < deadline else { return }
+            Thread.sleep(forTimeInterval: Double(min(quiet - idle, deadline - now)) / 1e9)
+        }
+    }
+
     /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost).
     public func flushDiskWrites() {
         diskWrites.drain()
@@ -277,6 +301,7 @@ public final class ImageRepository: @unchecked Sendable {
 
     /// Decides where `url` is served from; starts a transfer when needed. Replies once, without locks held.
     func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
+        lastRequest.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let key = url.cacheKey
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
         let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? cachedSource(key, counting: true) : nil
