@@ -58,7 +58,8 @@ public final class FuseMount {
             fuse_session_destroy(session)
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
         }
-        if !imgfs_fuse_request_parallel_dirops(session) {
+        operations.parallelLookupsRequested = imgfs_fuse_request_parallel_dirops(session)
+        if !operations.parallelLookupsRequested {
             logger.warning("cannot ask the kernel for parallel lookups; lookups will not wait for the network")
         }
         let notifier = SessionNotifier(session: session)

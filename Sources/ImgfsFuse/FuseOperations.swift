@@ -11,6 +11,8 @@ final class FuseOperations: @unchecked Sendable {
     let logger: Logger
     /// Requests answered later, which an interrupt may answer first.
     let pending = PendingRequests()
+    /// Whether the INIT answer will ask for parallel lookups (the CFuseShims hook is installed).
+    var parallelLookupsRequested = false
     /// Puts an open's preload into the kernel's page cache of an inode (set once the session exists).
     var storeInKernel: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
 
@@ -26,7 +28,7 @@ final class FuseOperations: @unchecked Sendable {
         ops.`init` = { userdata, conn in
             let operations = Unmanaged<FuseOperations>.fromOpaque(userdata!).takeUnretainedValue()
             // The reply to INIT gets FUSE_PARALLEL_DIROPS whenever the kernel offers it (CFuseShims).
-            if conn!.pointee.capable & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0 {
+            if operations.parallelLookupsRequested && conn!.pointee.capable & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0 {
                 operations.logger.notice("the kernel runs lookups in parallel: a lookup waits for the image's size")
             } else {
                 operations.logger.notice("the kernel serializes lookups per directory: lookups do not wait for the network")
