@@ -21,6 +21,11 @@ final class FuseOperations: @unchecked Sendable {
         self.logger = logger
     }
 
+    /// Tracks a request about `inode` that may wait; an interrupt tells the filesystem a reader of it gave up.
+    func track(_ req: fuse_req_t?, inode: UInt64) -> (ticket: UInt, interest: Interest) {
+        pending.track(Request(raw: req!)) { [filesystem] in filesystem.interrupted(inode) }
+    }
+
     /// The operations table handed to `fuse_session_new`; unset entries answer ENOSYS (flush, access: the kernel then
     /// stops asking).
     static func table() -> fuse_lowlevel_ops {
@@ -68,9 +73,7 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.getattr = { req, inode, _ in
             let operations = context(req)
-            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
-                filesystem.interrupted(UInt64(inode))
-            }
+            let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.getattr(UInt64(inode), interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
@@ -83,9 +86,7 @@ final class FuseOperations: @unchecked Sendable {
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel)
-            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
-                filesystem.interrupted(UInt64(inode))
-            }
+            let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
@@ -97,9 +98,7 @@ final class FuseOperations: @unchecked Sendable {
         ops.read = { req, inode, size, offset, info in
             let operations = context(req)
             let handle = info!.pointee.fh
-            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
-                filesystem.interrupted(UInt64(inode))
-            }
+            let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             let caller = pthread_self()
             operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size,
                                        interest: interest) { [pending = operations.pending] result in

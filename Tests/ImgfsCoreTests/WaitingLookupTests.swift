@@ -7,12 +7,13 @@ import Testing
 @Suite("Filesystem logic: waiting lookups and preloads")
 struct WaitingLookupTests {
     private let fetcher = ManualFetcher()
+    private let repository: ImageRepository
     private let filesystem: ImageFilesystem
 
     init() {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+        repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
                                          configuration: configuration, logger: .init(label: "test"))
         filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
                                      logger: .init(label: "test"))
@@ -34,6 +35,8 @@ struct WaitingLookupTests {
         let entry = try #require(replies.all.first).get()
         #expect(entry.attributes.size == 4)
         #expect(entry.attributeTimeout > 0)
+        #expect(replies.all.count == 1)
+        #expect(repository.statistics().counters.joined == 0, "one lookup is one caller of its transfer")
     }
 
     @Test("a failure found while a lookup waits is reported by the next getattr, as if the lookup had not waited")

@@ -120,14 +120,28 @@ public final class ImageRepository: @unchecked Sendable {
     // MARK: - Serving
 
     /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
-    /// `.success(nil)` means the size is not known yet.
-    public func prepare(_ url: ImageURL) -> Result<ImageMetadata?, FetchError> {
-        let immediate = Mutex<Result<Source, FetchError>?>(nil)
-        resolve(url, refresh: true) { result in immediate.withLock { $0 = result } }
-        switch immediate.withLock({ $0 }) {
-        case nil: return .success(nil)
-        case .failure(let error)?: return .failure(error)
-        case .success(let source)?: return .success(Self.currentMetadata(source))
+    /// `.success(nil)` means the size is not known yet; then `whenKnown`, if given, is called once it is (or with the
+    /// failure). One resolution serves both answers, so a lookup that waits is not counted as a second caller.
+    public func prepare(_ url: ImageURL, interest: Interest? = nil,
+                        whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
+        // Whether this call has returned yet, and the answer if it came before that.
+        let handoff = Mutex<(returned: Bool, answer: Result<Source, FetchError>?)>((false, nil))
+        resolve(url, refresh: true) { result in
+            let late = handoff.withLock { state -> Bool in
+                if !state.returned { state.answer = result }
+                return state.returned
+            }
+            if late, let whenKnown { Self.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) } }
+        }
+        switch handoff.withLock({ state in state.returned = true; return state.answer }) {
+        case nil:
+            return .success(nil)
+        case .failure(let error)?:
+            return .failure(error)
+        case .success(let source)?:
+            if let metadata = Self.currentMetadata(source) { return .success(metadata) }
+            if let whenKnown { Self.answer(.success(source), interest: interest) { whenKnown($0.map(\.metadata)) } }
+            return .success(nil)
         }
     }
 
@@ -143,17 +157,21 @@ public final class ImageRepository: @unchecked Sendable {
     /// come from the same source.
     public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
                                 reply: @escaping @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void) {
-        resolve(url, refresh: refresh) { result in
-            switch result {
-            case .failure(let error):
-                reply(.failure(error))
-            case .success(.download(let download)):
-                download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
-            case .success(.memory(let image)):
-                reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
-            case .success(let source):
-                reply(.success((Self.currentMetadata(source)!, nil)))
-            }
+        resolve(url, refresh: refresh) { result in Self.answer(result, interest: interest, reply: reply) }
+    }
+
+    /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
+    private static func answer(_ result: Result<Source, FetchError>, interest: Interest?,
+                               reply: @escaping @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void) {
+        switch result {
+        case .failure(let error):
+            reply(.failure(error))
+        case .success(.download(let download)):
+            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
+        case .success(.memory(let image)):
+            reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
+        case .success(let source):
+            reply(.success((currentMetadata(source)!, nil)))
         }
     }
 

@@ -243,22 +243,20 @@ public final class ImageFilesystem: @unchecked Sendable {
     /// A lookup that waits for the size: a failure found while waiting answers like a lookup that did not wait (the
     /// entry, of unknown size) and is left for the next getattr to report, as it would have been.
     private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
-        switch repository.prepare(url) {
-        case .failure(let error):
-            reply(.failure(error.filesystemError))
-        case .success(let metadata?):
-            reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
-        case .success(nil):
-            repository.metadata(url, refresh: false, interest: interest) { [self] result in
-                let inode = inodes.lookUp(.image(url))
-                switch result {
-                case .success(let metadata):
-                    reply(.success(imageEntry(inode, metadata)))
-                case .failure:
-                    unreportedFailures.withLock { _ = $0.insert(inode) }
-                    reply(.success(unknownSizeEntry(inode)))
-                }
+        let now = repository.prepare(url, interest: interest) { [self] result in
+            let inode = inodes.lookUp(.image(url))
+            switch result {
+            case .success(let metadata):
+                reply(.success(imageEntry(inode, metadata)))
+            case .failure:
+                unreportedFailures.withLock { _ = $0.insert(inode) }
+                reply(.success(unknownSizeEntry(inode)))
             }
+        }
+        switch now {
+        case .failure(let error): reply(.failure(error.filesystemError))
+        case .success(let metadata?): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
+        case .success(nil): break  // answered by the closure above
         }
     }
 

@@ -3,9 +3,9 @@ import Synchronization
 /// Which image inodes the kernel was handed the bytes of with an open (``ImageFilesystem/OpenFile/preload``), and a
 /// generation per inode that a change of content bumps.
 ///
-/// Guarantees: each content of an inode is claimed for a preload at most once until the claim is given back; a preload
-/// whose generation is no longer current when it has been stored is reported as stale, so that the bytes it put into
-/// the kernel are dropped again (a change of content that raced with the store).
+/// Guarantees: each content of an inode is claimed for a preload at most once; a preload whose generation is no longer
+/// current when it has been stored is reported as stale, so that the bytes it put into the kernel are dropped again (a
+/// change of content that raced with the store).
 final class PreloadTracker: Sendable {
     private struct State {
         var claimed: Set<UInt64> = []
@@ -20,11 +20,6 @@ final class PreloadTracker: Sendable {
             guard state.claimed.insert(inode).inserted else { return nil }
             return state.generations[inode, default: 0]
         }
-    }
-
-    /// Gives a claim back unused (the bytes were not all in memory).
-    func unclaim(_ inode: UInt64) {
-        state.withLock { _ = $0.claimed.remove(inode) }
     }
 
     /// The content of `inode` changed: the next open hands its bytes over again.
