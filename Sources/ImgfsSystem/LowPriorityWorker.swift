@@ -6,15 +6,15 @@ import ImgfsCore
 /// only CPU time that readers leave unused, instead of competing with the reads that follow a burst of fetches.
 ///
 /// Guarantees: work runs one item at a time in submission order; ``drain()`` returns after everything submitted before
-/// it has run, however busy the machine is (nice 19 still gets CPU time).
+/// it has run, however busy the machine is (nice 19 still gets CPU time). The thread keeps the worker alive for the
+/// rest of the process (a daemon has one).
 public final class LowPriorityWorker: SerialWorker, @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [@Sendable () -> Void] = []
-    private var thread: WorkerThread?
 
     /// Starts the thread, named `name`; falls back to running work at normal priority when it cannot be lowered.
     public init(name: String) throws {
-        thread = try WorkerThread(name: name) { [unowned self] in
+        _ = try WorkerThread(name: name) { [self] in
             // On Linux, PRIO_PROCESS with who 0 is the calling thread only (nice is per thread there).
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
             run()
