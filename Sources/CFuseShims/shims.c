@@ -1,17 +1,37 @@
 #define FUSE_USE_VERSION 312
+#include <errno.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "CFuseShims.h"
 
+// Passthrough (kernel 6.9, FUSE protocol 7.40) is newer than Debian 12's <linux/fuse.h>: its constants are spelled
+// out here as the kernel defines them.
+#define IMGFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5) /* FUSE_PASSTHROUGH is bit 37 of the 64 INIT flags */
+#define IMGFS_FOPEN_PASSTHROUGH (1u << 7)
+struct imgfs_backing_map {
+    int32_t fd;
+    uint32_t flags;
+    uint64_t padding;
+};
+#define IMGFS_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct imgfs_backing_map)
+#define IMGFS_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+
 // One mount per process: the INIT request's id and what the kernel offered, seen by the read hook.
 static _Atomic uint64_t init_unique = UINT64_MAX;
-static atomic_bool kernel_offers = false;
-static atomic_bool granted = false;
+static atomic_bool offers_parallel_dirops = false;
+static atomic_bool offers_passthrough = false;
+static atomic_bool wants_passthrough = false;
+static atomic_bool granted_parallel_dirops = false;
+static atomic_bool granted_passthrough = false;
+// The backing id the open reply being sent on this thread must carry (0: none).
+static _Thread_local int32_t pending_backing_id = 0;
+static _Thread_local bool pending_backing_sent = false;
 
 static ssize_t hooked_read(int fd, void *buffer, size_t length, void *userdata) {
     (void)userdata;
@@ -20,32 +40,89 @@ static ssize_t hooked_read(int fd, void *buffer, size_t length, void *userdata) 
         const struct fuse_in_header *header = buffer;
         if (header->opcode == FUSE_INIT) {
             const struct fuse_init_in *init = (const void *)(header + 1);
-            atomic_store(&kernel_offers, (init->flags & FUSE_PARALLEL_DIROPS) != 0);
+            atomic_store(&offers_parallel_dirops, (init->flags & FUSE_PARALLEL_DIROPS) != 0);
+            bool extended = count >= (ssize_t)(sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags2)
+                                                + sizeof(uint32_t))
+                            && (init->flags & FUSE_INIT_EXT) != 0;
+            atomic_store(&offers_passthrough, extended && (init->flags2 & IMGFS_FUSE_PASSTHROUGH_FLAGS2) != 0);
             atomic_store(&init_unique, header->unique);
         }
     }
     return count;
 }
 
+static void amend_init_reply(struct iovec *vectors, int count) {
+    if (count < 2 || vectors[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) return;
+    struct fuse_init_out *init = vectors[1].iov_base;
+    if (atomic_load(&offers_parallel_dirops)) {
+        init->flags |= FUSE_PARALLEL_DIROPS;
+        atomic_store(&granted_parallel_dirops, true);
+    }
+    // max_stack_depth is the word after flags2 (unused[0] in this header): 1 lets files of a file system that is
+    // not itself stacked (a memfd) back our files.
+    if (atomic_load(&wants_passthrough) && atomic_load(&offers_passthrough)
+        && vectors[1].iov_len >= sizeof(struct fuse_init_out) && (init->flags & FUSE_WRITEBACK_CACHE) == 0) {
+        init->flags |= FUSE_INIT_EXT;
+        init->flags2 |= IMGFS_FUSE_PASSTHROUGH_FLAGS2;
+        init->unused[0] = 1;
+        atomic_store(&granted_passthrough, true);
+    }
+}
+
+static void amend_open_reply(struct iovec *vectors, int count) {
+    if (count < 2 || vectors[1].iov_len != sizeof(struct fuse_open_out)) return;
+    struct fuse_open_out *open = vectors[1].iov_base;
+    // Only these flags may go with passthrough (the kernel fails the open otherwise).
+    open->open_flags = (open->open_flags & (FOPEN_DIRECT_IO | FOPEN_NOFLUSH)) | IMGFS_FOPEN_PASSTHROUGH;
+    open->padding = (uint32_t)pending_backing_id; /* backing_id in protocol 7.40 */
+    pending_backing_sent = true;
+}
+
 static ssize_t hooked_writev(int fd, struct iovec *vectors, int count, void *userdata) {
     (void)userdata;
-    if (count >= 2 && vectors[0].iov_len >= sizeof(struct fuse_out_header)
-        && vectors[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
+    if (count >= 1 && vectors[0].iov_len >= sizeof(struct fuse_out_header)) {
         const struct fuse_out_header *header = vectors[0].iov_base;
-        if (header->error == 0 && header->unique == atomic_load(&init_unique) && atomic_load(&kernel_offers)) {
-            struct fuse_init_out *init = vectors[1].iov_base;
-            init->flags |= FUSE_PARALLEL_DIROPS;
+        if (header->error == 0 && header->unique == atomic_load(&init_unique)) {
+            amend_init_reply(vectors, count);
             atomic_store(&init_unique, UINT64_MAX);
-            atomic_store(&granted, true);
+        } else if (header->error == 0 && pending_backing_id != 0) {
+            amend_open_reply(vectors, count);
         }
     }
     return writev(fd, vectors, count);
 }
 
-bool imgfs_fuse_request_parallel_dirops(struct fuse_session *session) {
+bool imgfs_fuse_install_init_hooks(struct fuse_session *session, bool passthrough) {
     static const struct fuse_custom_io io = {.read = hooked_read, .writev = hooked_writev};
+    atomic_store(&wants_passthrough, passthrough);
     int fd = fuse_session_fd(session);
     return fd >= 0 && fuse_session_custom_io(session, &io, fd) == 0;
 }
 
-bool imgfs_fuse_parallel_dirops_granted(void) { return atomic_load(&granted); }
+bool imgfs_fuse_parallel_dirops_granted(void) { return atomic_load(&granted_parallel_dirops); }
+
+bool imgfs_fuse_passthrough_offered(void) { return atomic_load(&offers_passthrough); }
+
+bool imgfs_fuse_passthrough_granted(void) { return atomic_load(&granted_passthrough); }
+
+int imgfs_fuse_backing_open(struct fuse_session *session, int fd) {
+    struct imgfs_backing_map map = {.fd = fd, .flags = 0, .padding = 0};
+    int id = ioctl(fuse_session_fd(session), IMGFS_DEV_IOC_BACKING_OPEN, &map);
+    return id < 0 ? -errno : id;
+}
+
+int imgfs_fuse_backing_close(struct fuse_session *session, int backing_id) {
+    uint32_t id = (uint32_t)backing_id;
+    return ioctl(fuse_session_fd(session), IMGFS_DEV_IOC_BACKING_CLOSE, &id) < 0 ? -errno : 0;
+}
+
+int imgfs_fuse_reply_open_passthrough(fuse_req_t request, const struct fuse_file_info *info, int backing_id) {
+    struct fuse_file_info answer = *info;
+    answer.keep_cache = 0;
+    pending_backing_id = backing_id;
+    pending_backing_sent = false;
+    int result = fuse_reply_open(request, &answer);
+    bool sent = pending_backing_sent;
+    pending_backing_id = 0;
+    return result != 0 ? result : (sent ? 0 : -EPROTO);
+}

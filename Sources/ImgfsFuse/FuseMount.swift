@@ -25,8 +25,10 @@ public final class FuseMount {
     private var notifier: SessionNotifier?
 
     /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
+    /// With `passthrough` requested, opens of images whose whole body is in a file (``KernelReadableBody``) are
+    /// answered so that the kernel reads that file by itself.
     public init(filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
-                logger: Logger) throws {
+                passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), logger: Logger) throws {
         self.operations = FuseOperations(filesystem: filesystem, logger: logger)
         self.mountPoint = mountPoint
         self.logger = logger
@@ -58,7 +60,11 @@ public final class FuseMount {
             fuse_session_destroy(session)
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
         }
-        operations.parallelLookupsRequested = imgfs_fuse_request_parallel_dirops(session)
+        operations.parallelLookupsRequested = imgfs_fuse_install_init_hooks(session, passthrough.requested)
+        if operations.parallelLookupsRequested && passthrough.requested {
+            operations.passthrough = PassthroughOpens(session: session, availability: passthrough, logger: logger)
+            operations.pageCacheProbe = PageCacheProbe(session: session)
+        }
         if !operations.parallelLookupsRequested {
             logger.warning("cannot ask the kernel for parallel lookups; lookups will not wait for the network")
         }

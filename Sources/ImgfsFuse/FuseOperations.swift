@@ -15,6 +15,10 @@ final class FuseOperations: @unchecked Sendable {
     var parallelLookupsRequested = false
     /// Puts an open's preload into the kernel's page cache of an inode (set once the session exists).
     var storeInKernel: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
+    /// How opens of images are answered: through the page cache or by passthrough (set once the session exists).
+    var passthrough: PassthroughOpens?
+    /// Asks the kernel whether it still caches an inode's pages (set with ``passthrough``).
+    var pageCacheProbe: PageCacheProbe?
 
     init(filesystem: ImageFilesystem, logger: Logger) {
         self.filesystem = filesystem
@@ -37,6 +41,12 @@ final class FuseOperations: @unchecked Sendable {
                 operations.logger.notice("the kernel runs lookups in parallel: a lookup waits for the image's size")
             } else {
                 operations.logger.notice("the kernel serializes lookups per directory: lookups do not wait for the network")
+            }
+            // The INIT answer turns passthrough on whenever the kernel offers it and it was asked for (CFuseShims).
+            if operations.passthrough != nil {
+                operations.logger.notice(imgfs_fuse_passthrough_offered()
+                    ? "passthrough: the kernel reads images kept whole in memory by itself"
+                    : "the kernel offers no passthrough (Linux 6.9+): every read goes through imgfs")
             }
         }
         ops.lookup = { req, parent, name in
@@ -85,7 +95,8 @@ final class FuseOperations: @unchecked Sendable {
         ops.open = { req, inode, info in
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
-            let reply = OpenReply(info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel)
+            let reply = OpenReply(info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
+                                  passthrough: operations.passthrough, probe: operations.pageCacheProbe)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
@@ -115,7 +126,9 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.release = { req, inode, info in
-            context(req).filesystem.release(UInt64(inode), handle: info!.pointee.fh)
+            let operations = context(req)
+            operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh)
+            if info!.pointee.fh == 0 { operations.passthrough?.end(UInt64(inode)) }  // images have handle 0
             fuse_reply_err(req, 0)
         }
         ops.unlink = { req, parent, name in
@@ -124,6 +137,10 @@ final class FuseOperations: @unchecked Sendable {
             case .success: fuse_reply_err(req, 0)
             case .failure(let error): Request(raw: req!).fail(error)
             }
+        }
+        ops.retrieve_reply = { req, cookie, _, _, buffers in
+            context(req).pageCacheProbe?.received(cookie: cookie, bytes: buffers.map { fuse_buf_size($0) } ?? 0)
+            fuse_reply_none(req)
         }
         ops.opendir = { req, inode, info in
             switch context(req).filesystem.openDirectory(UInt64(inode)) {
@@ -209,6 +226,8 @@ private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
     let inode: UInt64
     let store: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
+    let passthrough: PassthroughOpens?
+    let probe: PageCacheProbe?
 
     func send(_ request: Request, _ file: ImageFilesystem.OpenFile) {
         // Before the answer, so the read that follows finds the pages (keep_cache below keeps them).
@@ -217,12 +236,31 @@ private struct OpenReply: @unchecked Sendable {
         info.fh = file.handle
         if file.directIO {
             info.direct_io = 1
-        } else {
-            // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and
-            // a refresh with other bytes invalidates them explicitly.
-            info.keep_cache = 1
+            fuse_reply_open(request.raw, &info)
+            return
         }
-        fuse_reply_open(request.raw, &info)
+        // The first open of an image that is whole in a file: passthrough only if the kernel lost its pages.
+        if let probe, let passthrough, file.kernelReadable != nil, passthrough.choosesMode(inode) {
+            let opened = info
+            probe.firstPageCached(inode) { cached in answer(request, opened, file, pagesCached: cached) }
+        } else {
+            answer(request, info, file, pagesCached: false)
+        }
+    }
+
+    private func answer(_ request: Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool) {
+        var info = info
+        if let passthrough, case .passthrough(let backingId, let readsFromDaemon) = passthrough.begin(
+            inode, body: file.kernelReadable, pagesCached: pagesCached) {
+            if readsFromDaemon { info.direct_io = 1 }
+            // An open the kernel did not get (interrupted) gets no release.
+            if imgfs_fuse_reply_open_passthrough(request.raw, &info, backingId) != 0 { passthrough.end(inode) }
+            return
+        }
+        // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and a
+        // refresh with other bytes invalidates them explicitly.
+        info.keep_cache = 1
+        if fuse_reply_open(request.raw, &info) != 0 { passthrough?.end(inode) }
     }
 }
 

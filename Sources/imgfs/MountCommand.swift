@@ -31,6 +31,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Caching")
     var cache: CacheOptions
 
+    @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
+    var noPassthrough = false
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -64,6 +67,11 @@ struct MountCommand: ParsableCommand {
                                   logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
+        // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
+        let passthrough = PassthroughAvailability(requested: !noPassthrough)
+        repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
+            passthrough.isUsable
+        }
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
                                          disk: try openDiskCache(in: cacheDirectory, logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
@@ -77,7 +85,8 @@ struct MountCommand: ParsableCommand {
         }
         let mount: FuseMount
         do {
-            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: fuseOptions, logger: logger)
+            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: fuseOptions,
+                                  passthrough: passthrough, logger: logger)
         } catch {
             pressure.stop()
             fetcher.shutdown()

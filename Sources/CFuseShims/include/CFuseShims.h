@@ -3,14 +3,36 @@
 #include <stdbool.h>
 
 struct fuse_session;
+struct fuse_req;
+struct fuse_file_info;
 
 // libfuse 3.14 builds the INIT reply without FUSE_PARALLEL_DIROPS even when the file system asks for it (fixed in
-// libfuse 3.17.1), so the kernel serializes LOOKUP and READDIR per directory. This installs libfuse's custom I/O on the
-// mounted session's descriptor: reads and writes go to /dev/fuse unchanged, except that the INIT reply gets the flag
-// when the kernel offered it. Call after fuse_session_mount and before the loop; returns false if libfuse refused.
-bool imgfs_fuse_request_parallel_dirops(struct fuse_session *session);
+// libfuse 3.17.1), so the kernel serializes LOOKUP and READDIR per directory; and it knows nothing of passthrough
+// (kernel 6.9: the kernel reads an open file's bytes from a file the daemon registered, without READ requests). This
+// installs libfuse's custom I/O on the mounted session's descriptor: reads and writes go to /dev/fuse unchanged,
+// except that the INIT reply gets FUSE_PARALLEL_DIROPS when the kernel offered it, and FUSE_PASSTHROUGH when the
+// kernel offered it and `passthrough` is true; and that an open answered by imgfs_fuse_reply_open_passthrough carries
+// its backing file. Call after fuse_session_mount and before the loop; returns false if libfuse refused.
+bool imgfs_fuse_install_init_hooks(struct fuse_session *session, bool passthrough);
 
 // Whether the INIT reply sent so far asked for parallel directory operations (false until INIT has been answered).
 bool imgfs_fuse_parallel_dirops_granted(void);
+
+// Whether the INIT request offered passthrough (known while INIT is being answered).
+bool imgfs_fuse_passthrough_offered(void);
+
+// Whether the INIT reply sent so far turned passthrough on (false until INIT has been answered).
+bool imgfs_fuse_passthrough_granted(void);
+
+// Registers `fd` as a backing file (needs CAP_SYS_ADMIN): the backing id (> 0), or -errno.
+int imgfs_fuse_backing_open(struct fuse_session *session, int fd);
+
+// Drops a backing id (files opened with it keep their backing file): 0 or -errno.
+int imgfs_fuse_backing_close(struct fuse_session *session, int backing_id);
+
+// fuse_reply_open for an open the kernel serves from backing file `backing_id` (passthrough must have been granted;
+// keep_cache is dropped, direct_io kept: then reads still come to the daemon and only mmap uses the backing file).
+// Returns fuse_reply_open's result, or -EPROTO when the hook did not see the reply.
+int imgfs_fuse_reply_open_passthrough(struct fuse_req *request, const struct fuse_file_info *info, int backing_id);
 
 #endif

@@ -71,7 +71,7 @@ extension ImageRepository {
             disk.touch(key: record.key)
             countDiskHit()
             if record.size <= memory.budget {
-                let bytes = ImageBytes(copying: try disk.readAll(key: record.key))
+                let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: configuration.bodyMemory)
                 memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
                                           expiresAt: record.expiresAt), forKey: record.key)
                 return reply(.success(Self.slice(bytes, size: record.size, offset, count)))
@@ -97,7 +97,7 @@ extension ImageRepository {
         countNotModified()
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
-            memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body), metadata: record.metadata,
+            memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: configuration.bodyMemory), metadata: record.metadata,
                                       expiresAt: expiresAt, validatedAt: validatedAt), forKey: key)
         }
         memory.update(key) { image in

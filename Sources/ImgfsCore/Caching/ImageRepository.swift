@@ -35,6 +35,8 @@ public final class ImageRepository: @unchecked Sendable {
         public var diskWriteQuietPeriod: TimeInterval = 0.05
         /// …but never longer than this after it was queued (which bounds what waiting writes hold in memory).
         public var diskWriteMaxDelay: TimeInterval = 2
+        /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).
+        public var bodyMemory = BodyMemory.ordinary
 
         public init() {}
     }
@@ -379,7 +381,7 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     private func _start(_ url: ImageURL, _ state: inout State, request: FetchRequest, fallback: Source?) -> Step {
-        let download = Download(url: url.withoutFragment, limits: configuration.limits)
+        let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
         state.inFlight[url.cacheKey] = InFlight(download: download, fallback: fallback)
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

@@ -60,9 +60,13 @@ public final class Download: TransferObserving, @unchecked Sendable {
     public let limits: Limits
     private let state = Mutex(State())
 
-    public init(url: ImageURL, limits: Limits = Limits()) {
+    /// Where bodies are kept (file-backed for the sizes it chooses).
+    public let memory: BodyMemory
+
+    public init(url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary) {
         self.url = url
         self.limits = limits
+        self.memory = memory
     }
 
     // MARK: - What readers see
@@ -175,7 +179,7 @@ public final class Download: TransferObserving, @unchecked Sendable {
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
-            state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength)
+            state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength, memory: memory)
             state.verified = !limits.requireImage || head.isNotModified
             defer { state.headWaiters.removeAll() }
             guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }

@@ -3,13 +3,22 @@ import Foundation
 /// The bytes of one image as they arrive: appended by one writer, read concurrently by any number of readers.
 ///
 /// Guarantees: bytes below ``count`` never change or move while the object lives, so a reader may use the buffers
-/// handed to ``withSegments(offset:count:_:)`` without a lock; storage grows in segments, never by copying.
+/// handed to ``withSegments(offset:count:_:)`` without a lock; storage grows in segments, never by copying. With
+/// ``FileBackedMemory`` the segments are successive parts of one file, whose descriptor ``completeDescriptor(size:)``
+/// hands out once all the bytes are there.
 public final class ImageBytes: @unchecked Sendable {
     private struct Storage {
         var segments: [UnsafeMutableRawBufferPointer] = []
         /// Bytes written into the last segment.
         var lastUsed = 0
         var count = 0
+        /// The file the first `mappedSegments` segments belong to (the others are ordinary memory).
+        var file: (any FileBackedMemory)?
+        var mappedSegments = 0
+        /// The file was cut to `count` bytes (`descriptor`: its descriptor, nil if that failed): nothing more is
+        /// appended to it.
+        var finished = false
+        var descriptor: Int32?
     }
 
     private var unsafeStorage = Storage()
@@ -17,21 +26,43 @@ public final class ImageBytes: @unchecked Sendable {
     private static let minimumSegment = 64 * 1024
     private static let maximumSegment = 4 * 1024 * 1024
 
-    /// An empty buffer; `expectedCount` (from Content-Length) sizes the first segment so a body of that size is one.
-    public init(expectedCount: Int? = nil) {
-        if let expectedCount, expectedCount > 0 {
-            withStorage { $0.segments.append(.allocate(byteCount: expectedCount, alignment: 16)) }
+    /// An empty buffer; `expectedCount` (from Content-Length) sizes the first segment so a body of that size is one,
+    /// in the memory `memory` chooses for that size.
+    public init(expectedCount: Int? = nil, memory: BodyMemory = .ordinary) {
+        guard let expectedCount, expectedCount > 0 else { return }
+        withStorage { state in
+            if let file = memory.make(expectedCount: expectedCount), let segment = file.grow(by: expectedCount) {
+                state.file = file
+                state.segments.append(segment)
+                state.mappedSegments = 1
+            } else {
+                state.segments.append(.allocate(byteCount: expectedCount, alignment: 16))
+            }
         }
     }
 
     /// The complete contents of `bytes`, in one segment.
-    public convenience init(copying bytes: some Collection<UInt8>) {
-        self.init(expectedCount: bytes.count)
+    public convenience init(copying bytes: some Collection<UInt8>, memory: BodyMemory = .ordinary) {
+        self.init(expectedCount: bytes.count, memory: memory)
         Array(bytes).withUnsafeBytes { append($0) }
     }
 
     deinit {
-        withStorage { $0.segments.forEach { $0.deallocate() } }
+        // Mapped segments go with the file.
+        withStorage { $0.segments[$0.mappedSegments...].forEach { $0.deallocate() } }
+    }
+
+    /// The descriptor of a file holding exactly these bytes, when they are all `size` of the image and they live in
+    /// ``FileBackedMemory``; nil otherwise. The descriptor stays open while this object lives.
+    public func completeDescriptor(size: Int) -> Int32? {
+        withStorage { state in
+            guard let file = state.file, state.count == size, state.mappedSegments == state.segments.count else { return nil }
+            if !state.finished {
+                state.finished = true
+                state.descriptor = file.finish(count: size)
+            }
+            return state.descriptor
+        }
     }
 
     /// How many bytes have been appended.
@@ -41,17 +72,36 @@ public final class ImageBytes: @unchecked Sendable {
     public func append(_ bytes: UnsafeRawBufferPointer) {
         var remaining = bytes[...]
         while !remaining.isEmpty {
-            let (target, used) = withStorage { state -> (UnsafeMutableRawBufferPointer, Int) in
-                if let last = state.segments.last, state.lastUsed < last.count { return (last, state.lastUsed) }
+            let (target, used, file) = withStorage { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?) in
+                let lastIsOpen = !state.finished || state.segments.count > state.mappedSegments
+                // Mapped segments are filled in order and all bytes before the last one's are in full ones, so a byte's
+                // offset in the file is its offset in the image.
+                let lastIsMapped = state.segments.count == state.mappedSegments
+                if lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
+                    return (last, state.lastUsed, lastIsMapped ? state.file : nil)
+                }
+                if !lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
+                    // A finished file's last part ends at the image's end: readers take segments as full.
+                    state.segments[state.segments.count - 1] = UnsafeMutableRawBufferPointer(rebasing: last[..<state.lastUsed])
+                }
                 let size = min(Self.maximumSegment, max(Self.minimumSegment, state.count, remaining.count))
-                let segment = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+                let segment: UnsafeMutableRawBufferPointer
+                if let file = state.file, !state.finished, state.mappedSegments == state.segments.count,
+                   let mapped = file.grow(by: size) {
+                    segment = mapped
+                    state.mappedSegments += 1
+                } else {
+                    segment = .allocate(byteCount: size, alignment: 16)
+                }
                 state.segments.append(segment)
                 state.lastUsed = 0
-                return (segment, 0)
+                return (segment, 0, state.segments.count == state.mappedSegments ? state.file : nil)
             }
             let take = min(target.count - used, remaining.count)
-            UnsafeMutableRawBufferPointer(rebasing: target[used..<used + take])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: remaining.prefix(take)))
+            let piece = UnsafeRawBufferPointer(rebasing: remaining.prefix(take))
+            if file?.write(piece, at: count) != true {
+                UnsafeMutableRawBufferPointer(rebasing: target[used..<used + take]).copyMemory(from: piece)
+            }
             remaining = remaining.dropFirst(take)
             withStorage { state in
                 state.lastUsed += take

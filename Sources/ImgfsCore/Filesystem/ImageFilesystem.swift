@@ -30,9 +30,13 @@ public final class ImageFilesystem: @unchecked Sendable {
         /// before answering the open, so the first read needs no READ round trip. Given once per inode and content;
         /// after storing it the adapter asks ``ImageFilesystem/preloadIsCurrent(_:generation:)``.
         public var preload: (bytes: ImageSlice, generation: UInt64)? = nil
+        /// The whole image as a file the kernel may read by itself, when it is larger than ``preloadLimit`` and all
+        /// of it is in file-backed memory (``BodyMemory``).
+        public var kernelReadable: KernelReadableBody? = nil
 
         public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
             lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
+                && lhs.kernelReadable?.identity == rhs.kernelReadable?.identity
         }
     }
 
@@ -166,7 +170,9 @@ public final class ImageFilesystem: @unchecked Sendable {
                 case .failure: unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
                 }
                 reply(result.map { found in
-                    OpenFile(handle: 0, directIO: false, preload: preload(inode, size: found.metadata.size, body: found.body))
+                    let size = found.metadata.size
+                    return OpenFile(handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
+                                    kernelReadable: size > Self.preloadLimit ? KernelReadableBody(found.body, size: size) : nil)
                 }.mapError { $0.filesystemError })
             }
         case .generated(let file):

@@ -1,0 +1,141 @@
+import Foundation
+import Glibc
+import ImgfsTestSupport
+import Synchronization
+import Testing
+
+/// Large images the kernel reads by itself (FUSE passthrough from imgfs's memfd files) once it no longer caches their
+/// pages: proven by reading while the daemon is stopped (SIGSTOP), which a read served by imgfs could not finish.
+@Suite("Passthrough", .serialized, .enabled(if: FuseAvailability.available))
+struct PassthroughTests {
+    /// A file open for reading, closed when dropped.
+    final class OpenFile {
+        let descriptor: Int32
+
+        init(_ path: String) throws {
+            descriptor = open(path, O_RDONLY)
+            if descriptor < 0 { throw Errno(errno) }
+        }
+
+        deinit { close(descriptor) }
+
+        /// Everything from offset 0, or the errno.
+        func readAll() -> Result<[UInt8], Errno> {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count)) }
+                if count < 0 { return .failure(Errno(errno)) }
+                if count == 0 { return .success(bytes) }
+                bytes += buffer[..<count]
+            }
+        }
+
+        /// Drops the kernel's cached pages of the file (what memory pressure or drop_caches would do).
+        func dropCachedPages() {
+            posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
+        }
+    }
+
+    /// Reads `file` whole while the daemon is stopped: nil when that did not finish within 10 s (the read waited for
+    /// imgfs); the daemon always runs again afterwards.
+    private func readWhileStopped(_ file: OpenFile, _ mount: MountedImgfs) -> Result<[UInt8], Errno>? {
+        let result = Mutex<Result<[UInt8], Errno>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let reader = file
+        mount.process.signal(SIGSTOP)
+        DispatchQueue.global().async {
+            let bytes = reader.readAll()
+            result.withLock { $0 = bytes }
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + 10) == .success
+        mount.process.signal(SIGCONT)
+        if !finished { done.wait() }
+        return finished ? result.withLock { $0 } : nil
+    }
+
+    /// Reads the image once (the kernel caches it) and drops the kernel's pages, so the next open finds none.
+    private func readAndForget(_ path: String, expecting image: [UInt8]) throws {
+        #expect(digest(PosixFile.read(path)) == digest(.success(image)))
+        try OpenFile(path).dropCachedPages()
+        // close returns before the kernel's RELEASE reaches imgfs; an open that overtook it would still count the
+        // closed file and stay with the page cache.
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    /// A read's result by SHA-256 (so that a failure does not print megabytes).
+    private func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
+        result.map { $0.map(Fixtures.sha256) }
+    }
+
+    @Test("an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped")
+    func readsWithoutTheDaemon() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largeJPEG()
+        #expect(image.count > 1 << 20)
+        origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let path = mount.path(origin.baseURL + "/big.jpg")
+        try readAndForget(path, expecting: image)
+        #expect(mount.log.contains("passthrough: the kernel reads images kept whole in memory by itself"))
+        let file = try OpenFile(path)
+        let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
+        #expect(digest(readWhileStopped(file, mount)) == digest(.success(image)), "the read finished without the daemon")
+        #expect(digest(readWhileStopped(second, mount)) == digest(.success(image)))
+        #expect(origin.totalRequests == 1)
+    }
+
+    @Test("with the kernel's pages still cached, or another open through them, an open stays with the page cache")
+    func pageCacheWhileCached() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.largePNG()
+        origin.route("/big.png", .ok(image, contentType: "image/png"))
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        let path = mount.path(origin.baseURL + "/big.png")
+        #expect(digest(PosixFile.read(path)) == digest(.success(image)))
+        Thread.sleep(forTimeInterval: 0.3)  // the RELEASE of that read's file reaches imgfs
+        // Pages cached: the open reads them (a page-cache open; with the daemon stopped the cached pages still serve).
+        let cached = try OpenFile(path)
+        #expect(digest(readWhileStopped(cached, mount)) == digest(.success(image)))
+        // Pages dropped while that open lives: the kernel refuses passthrough next to it, so this open must not ask
+        // for it (it would fail with EIO); its reads come from imgfs.
+        cached.dropCachedPages()
+        let next = try OpenFile(path)
+        #expect(digest(next.readAll()) == digest(.success(image)))
+        #expect(mount.isMounted)
+    }
+
+    @Test("an open file keeps the image it opened; an open after a refresh with other bytes reads the new ones")
+    func refreshWhileOpen() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let first = try Fixtures.largeJPEG()
+        var changed = first
+        changed[changed.count / 2] ^= 0x55
+        let second = changed
+        let version = Mutex(1)
+        origin.route(prefix: "/changing.jpg") { _ in
+            let current = version.withLock { $0 }
+            var response = OriginResponse.ok(current == 1 ? first : second, contentType: "image/jpeg")
+            response.headers.append(("ETag", "\"v\(current)\""))
+            return response
+        }
+        let mount = try MountedImgfs(arguments: ["--expire", "1s"])
+        defer { mount.stop() }
+        let path = mount.path(origin.baseURL + "/changing.jpg")
+        try readAndForget(path, expecting: first)
+        let old = try OpenFile(path)  // passthrough, on the first body's file
+        #expect(digest(readWhileStopped(old, mount)) == digest(.success(first)), "a passthrough open")
+        version.withLock { $0 = 2 }
+        Thread.sleep(forTimeInterval: 1.3)
+        let new = try OpenFile(path)  // revalidated: other bytes, while the old passthrough open lives
+        #expect(digest(new.readAll()) == digest(.success(second)), "the new bytes")
+        #expect(digest(old.readAll()) == digest(.success(first)), "the open file's own image, whole")
+        #expect(origin.totalRequests == 2)
+    }
+}
