@@ -5,7 +5,8 @@
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
-//   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim
+//   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
+//                             memfd memory for image bodies
 //   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
 import PackageDescription
 

@@ -3,7 +3,7 @@
 /// (`defaults`, `noauto`, `_netdev`, `x-systemd.*`, …) are dropped; the rest stay FUSE options.
 enum FstabOptions {
     static let flags: Set<String> = ["foreground", "cache-control", "retry-failed", "allow-any-type",
-                                     "deny-private-networks", "insecure", "nonempty"]
+                                     "deny-private-networks", "insecure", "nonempty", "no-passthrough"]
     static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
                                       "timeout", "retries", "max-size", "allow-host", "log-level", "log-file"]
