@@ -31,6 +31,13 @@ struct PassthroughTests {
             }
         }
 
+        /// The file's bytes through a shared read-only mapping (as image viewers read), or nil when mmap failed.
+        func mapped(count: Int) -> [UInt8]? {
+            guard let address = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), address != MAP_FAILED else { return nil }
+            defer { munmap(address, count) }
+            return [UInt8](UnsafeRawBufferPointer(start: address, count: count))
+        }
+
         /// Drops the kernel's cached pages of the file (what memory pressure or drop_caches would do).
         func dropCachedPages() {
             posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
@@ -85,6 +92,7 @@ struct PassthroughTests {
         let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
         #expect(digest(readWhileStopped(file, mount)) == digest(.success(image)), "the read finished without the daemon")
         #expect(digest(readWhileStopped(second, mount)) == digest(.success(image)))
+        #expect(second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image), "mmap maps the same bytes")
         #expect(origin.totalRequests == 1)
     }
 
