@@ -68,7 +68,8 @@ struct MountCommand: ParsableCommand {
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
         // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
-        let passthrough = PassthroughAvailability(requested: !noPassthrough)
+        let privileged = ProcessCapabilities.hasSystemAdministration()
+        let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
         repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
             passthrough.isUsable
         }
@@ -91,6 +92,9 @@ struct MountCommand: ParsableCommand {
             pressure.stop()
             fetcher.shutdown()
             throw error
+        }
+        if !noPassthrough && !privileged {
+            logger.notice("no CAP_SYS_ADMIN: the kernel cannot be handed large images to read by itself (passthrough); every read goes through imgfs")
         }
         if fuseOptions.contains("allow_other") || network.denyPrivateNetworks {
             logger.notice("refusing private network addresses (\(network.denyPrivateNetworks ? "--deny-private-networks" : "allow_other: other users can name URLs"))")

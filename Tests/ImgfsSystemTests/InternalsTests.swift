@@ -1,4 +1,5 @@
 @testable import ImgfsSystem
+import Glibc
 import Testing
 
 @Suite("Parsing and edges")
@@ -52,5 +53,23 @@ struct InternalsTests {
         #expect(PSITrigger.windowHint(.seconds(2)) == nil)
         #expect(PSITrigger.windowHint(.seconds(1))?.contains("CAP_SYS_RESOURCE") == true)
         #expect(PSITrigger.windowHint(.milliseconds(100)) != nil)
+    }
+}
+
+@Suite("Process capabilities")
+struct ProcessCapabilitiesTests {
+    @Test("CapEff is read as a hexadecimal mask; CAP_SYS_ADMIN is bit 21")
+    func effectiveSet() {
+        let root = "Name:\timgfs\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n"
+        let user = "Name:\timgfs\nCapEff:\t0000000000000000\n"
+        #expect(ProcessCapabilities.effectiveSet(status: root) == 0x1ff_ffff_ffff)
+        #expect(ProcessCapabilities.effectiveSet(status: user) == 0)
+        #expect(ProcessCapabilities.effectiveSet(status: "Name:\tx\n") == nil)
+        #expect((ProcessCapabilities.effectiveSet(status: root)! >> 21) & 1 == 1)
+    }
+
+    @Test("this process's answer matches its effective user (the tests run as root or as a user without capabilities)")
+    func ownProcess() {
+        #expect(ProcessCapabilities.hasSystemAdministration() == (geteuid() == 0))
     }
 }
