@@ -25,7 +25,8 @@ final class PassthroughOpens: @unchecked Sendable {
 
     private enum InodeMode {
         case pageCache(opens: Int)
-        case passthrough(opens: Int, backingId: Int32, identity: ObjectIdentifier)
+        /// `body` is held so that its identity cannot be taken by a later body while the kernel reads its file.
+        case passthrough(opens: Int, backingId: Int32, body: KernelReadableBody)
     }
 
     private let session: OpaquePointer
@@ -56,14 +57,14 @@ final class PassthroughOpens: @unchecked Sendable {
             case .pageCache(let opens)?:
                 modes[inode] = .pageCache(opens: opens + 1)
                 return .pageCache
-            case .passthrough(let opens, let backingId, let identity)?:
-                modes[inode] = .passthrough(opens: opens + 1, backingId: backingId, identity: identity)
-                return .passthrough(backingId: backingId, readsFromDaemon: body?.identity != identity)
+            case .passthrough(let opens, let backingId, let registered)?:
+                modes[inode] = .passthrough(opens: opens + 1, backingId: backingId, body: registered)
+                return .passthrough(backingId: backingId, readsFromDaemon: body?.identity != registered.identity)
             case nil:
                 if let body, !pagesCached, availability.isUsable {
                     let backingId = imgfs_fuse_backing_open(session, body.descriptor)
                     if backingId > 0 {
-                        modes[inode] = .passthrough(opens: 1, backingId: backingId, identity: body.identity)
+                        modes[inode] = .passthrough(opens: 1, backingId: backingId, body: body)
                         return .passthrough(backingId: backingId, readsFromDaemon: false)
                     }
                     refusal = -backingId
@@ -83,9 +84,9 @@ final class PassthroughOpens: @unchecked Sendable {
             case .pageCache(let opens)?:
                 modes[inode] = opens > 1 ? .pageCache(opens: opens - 1) : nil
                 return nil
-            case .passthrough(let opens, let backingId, let identity)?:
+            case .passthrough(let opens, let backingId, let registered)?:
                 if opens > 1 {
-                    modes[inode] = .passthrough(opens: opens - 1, backingId: backingId, identity: identity)
+                    modes[inode] = .passthrough(opens: opens - 1, backingId: backingId, body: registered)
                     return nil
                 }
                 modes[inode] = nil

@@ -72,13 +72,13 @@ public final class ImageBytes: @unchecked Sendable {
     public func append(_ bytes: UnsafeRawBufferPointer) {
         var remaining = bytes[...]
         while !remaining.isEmpty {
-            let (target, used, file) = withStorage { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?) in
+            let (target, used, file, offset) = withStorage { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?, Int) in
                 let lastIsOpen = !state.finished || state.segments.count > state.mappedSegments
                 // Mapped segments are filled in order and all bytes before the last one's are in full ones, so a byte's
                 // offset in the file is its offset in the image.
                 let lastIsMapped = state.segments.count == state.mappedSegments
                 if lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
-                    return (last, state.lastUsed, lastIsMapped ? state.file : nil)
+                    return (last, state.lastUsed, lastIsMapped ? state.file : nil, state.count)
                 }
                 if !lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
                     // A finished file's last part ends at the image's end: readers take segments as full.
@@ -95,11 +95,11 @@ public final class ImageBytes: @unchecked Sendable {
                 }
                 state.segments.append(segment)
                 state.lastUsed = 0
-                return (segment, 0, state.segments.count == state.mappedSegments ? state.file : nil)
+                return (segment, 0, state.segments.count == state.mappedSegments ? state.file : nil, state.count)
             }
             let take = min(target.count - used, remaining.count)
             let piece = UnsafeRawBufferPointer(rebasing: remaining.prefix(take))
-            if file?.write(piece, at: count) != true {
+            if file?.write(piece, at: offset) != true {
                 UnsafeMutableRawBufferPointer(rebasing: target[used..<used + take]).copyMemory(from: piece)
             }
             remaining = remaining.dropFirst(take)
