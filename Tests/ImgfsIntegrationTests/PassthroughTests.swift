@@ -20,7 +20,10 @@ struct PassthroughTests {
         deinit { close(descriptor) }
 
         /// Everything from offset 0, or the errno.
-        func readAll() -> Result<[UInt8], Errno> {
+        func readAll() -> Result<[UInt8], Errno> { Self.readAll(descriptor) }
+
+        /// Everything from offset 0 of `descriptor`, or the errno.
+        static func readAll(_ descriptor: Int32) -> Result<[UInt8], Errno> {
             var bytes: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             while true {
@@ -45,15 +48,16 @@ struct PassthroughTests {
     }
 
     /// Reads `file` whole while the daemon is stopped: nil when that did not finish within 10 s (the read waited for
-    /// imgfs); the daemon always runs again afterwards. (After a passthrough read with the daemon stopped, the kernel
-    /// sometimes keeps the mount busy, so these tests leave the unmount to the harness, which then detaches it.)
+    /// imgfs); the daemon always runs again afterwards.
     private func readWhileStopped(_ file: OpenFile, _ mount: MountedImgfs) -> Result<[UInt8], Errno>? {
         let result = Mutex<Result<[UInt8], Errno>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) let reader = file
+        // The closure holds the descriptor, not the file: a block that libdispatch releases late would otherwise keep
+        // the file open past the test's unmount.
+        let descriptor = file.descriptor
         mount.process.signal(SIGSTOP)
         DispatchQueue.global().async {
-            let bytes = reader.readAll()
+            let bytes = OpenFile.readAll(descriptor)
             result.withLock { $0 = bytes }
             done.signal()
         }
@@ -97,6 +101,7 @@ struct PassthroughTests {
             #expect(second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image), "mmap maps the same bytes")
         }
         #expect(origin.totalRequests == 1)
+        #expect(mount.stop() == 0, "a clean unmount: no file is left open")
     }
 
     @Test("with the kernel's pages still cached, or another open through them, an open stays with the page cache")
@@ -152,5 +157,6 @@ struct PassthroughTests {
             #expect(digest(old.readAll()) == digest(.success(first)), "the open file's own image, whole")
         }
         #expect(origin.totalRequests == 2)
+        #expect(mount.stop() == 0, "a clean unmount: no file is left open")
     }
 }
