@@ -236,6 +236,42 @@ struct ReliabilityTests {
         #expect(Date().timeIntervalSince(start) < 10)
     }
 
+    @Test("--connect-timeout: an origin that never completes the handshake fails the open with ETIMEDOUT in time")
+    func connectTimeout() throws {
+        // A listener on 127.0.0.1 whose accept queue is full: the kernel drops further SYNs, so a connect hangs
+        // until the client gives up (what a black-holed address does, without leaving the machine).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(filler)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let mount = try MountedImgfs(arguments: ["--connect-timeout", "1", "--retries", "0"])
+        defer { mount.stop() }
+        let start = Date()
+        #expect(PosixFile.read(mount.path("http://127.0.0.1:\(port)/never.jpg")) == .failure(Errno(ETIMEDOUT)))
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(elapsed >= 0.9 && elapsed < 5, "gave up after \(elapsed) s")
+    }
+
     @Test("bad names get clear errors and fetch nothing")
     func badNames() throws {
         let origin = try TestOrigin()
