@@ -17,22 +17,3 @@ public protocol FileBackedMemory: AnyObject, Sendable {
     /// when every byte has arrived; nothing grows afterwards.
     func finish(count: Int) -> Int32?
 }
-
-/// Decides which image bodies live in ``FileBackedMemory`` and which in ordinary memory.
-public struct BodyMemory: Sendable {
-    private let fileBacked: @Sendable (Int) -> (any FileBackedMemory)?
-
-    /// `fileBacked` is asked with the announced size of each body (Content-Length, or the size of a disk entry) and
-    /// returns nil for the bodies that should use ordinary memory.
-    public init(fileBacked: @escaping @Sendable (_ expectedCount: Int) -> (any FileBackedMemory)?) {
-        self.fileBacked = fileBacked
-    }
-
-    /// Every body in ordinary memory.
-    public static let ordinary = BodyMemory { _ in nil }
-
-    func make(expectedCount: Int?) -> (any FileBackedMemory)? {
-        guard let expectedCount, expectedCount > 0 else { return nil }
-        return fileBacked(expectedCount)
-    }
-}
