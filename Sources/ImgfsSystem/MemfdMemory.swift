@@ -13,6 +13,9 @@ public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
     private typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
     private static let closeOnExec: UInt32 = 1  // MFD_CLOEXEC
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    /// memfd_create is not in Swift's Glibc module, so it is looked up at run time (glibc ≥ 2.27), once.
+    private static let memfdCreate: MemfdCreate? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "memfd_create")
+        .map { unsafeBitCast($0, to: MemfdCreate.self) }
 
     private let descriptor: Int32
     private var length = 0
@@ -20,9 +23,8 @@ public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
 
     /// A new empty file, or nil when the system has no memfd_create or refused one.
     public init?() {
-        // memfd_create is not in Swift's Glibc module, so it is looked up at run time (glibc ≥ 2.27).
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "memfd_create") else { return nil }
-        let descriptor = unsafeBitCast(symbol, to: MemfdCreate.self)("imgfs-image", Self.closeOnExec)
+        guard let create = Self.memfdCreate else { return nil }
+        let descriptor = create("imgfs-image", Self.closeOnExec)
         guard descriptor >= 0 else { return nil }
         self.descriptor = descriptor
     }
