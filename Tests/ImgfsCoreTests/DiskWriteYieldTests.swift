@@ -3,7 +3,7 @@ import ImgfsCore
 import Synchronization
 import Testing
 
-@Suite("Image repository: large disk writes yield to readers")
+@Suite("Image repository: disk writes yield to readers and to running transfers")
 struct DiskWriteYieldTests {
     let fetcher = ManualFetcher()
     let disk = FakeDisk()
@@ -63,5 +63,52 @@ struct DiskWriteYieldTests {
         keepReading(repository, for: 1.0)
         #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written within the maximum delay")
         #expect(Date().timeIntervalSince(started) < 30)
+    }
+
+    func smallBodies(maxDelay: TimeInterval = 30, holdLimit: Int = 16 << 20) -> ImageRepository {
+        var configuration = ImageRepository.Configuration()
+        configuration.limits.requireImage = false
+        configuration.diskWriteMaxDelay = maxDelay
+        configuration.diskWriteHoldLimit = holdLimit
+        return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+                               configuration: configuration, logger: .init(label: "test"))
+    }
+
+    @Test("a small body waits while another transfer runs, and is written when it ends")
+    func smallWaitsForTransfers() {
+        let repository = smallBodies()
+        _ = repository.prepare(url)
+        _ = repository.prepare(other)
+        fetcher.respond(0, body: [1, 2, 3])
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs")
+        let replies = Replies<[UInt8]?>()
+        repository.read(url, offset: 0, count: 3) { replies.record(try? $0.get().bytes.copyBytes(offset: $0.get().offset, count: 3)) }
+        #expect(replies.all == [[1, 2, 3]], "served from memory meanwhile")
+        #expect(fetcher.transfers.count == 2)
+        fetcher.respond(1, body: [4, 5, 6, 7])
+        repository.flushDiskWrites()
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3)
+        #expect(disk.record(forKey: other.cacheKey)?.size == 4)
+    }
+
+    @Test("a small body waits for transfers no longer than the maximum delay")
+    func smallBoundedDelay() {
+        let repository = smallBodies(maxDelay: 0.2)
+        _ = repository.prepare(url)
+        _ = repository.prepare(other)
+        fetcher.respond(0, body: [1, 2, 3])
+        Thread.sleep(forTimeInterval: 0.8)
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written within the maximum delay")
+    }
+
+    @Test("small bodies are written at once while those waiting exceed the hold limit")
+    func holdLimit() {
+        let repository = smallBodies(holdLimit: 2)  // the body is 3 bytes
+        _ = repository.prepare(url)
+        _ = repository.prepare(other)
+        fetcher.respond(0, body: [1, 2, 3])
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3)
     }
 }

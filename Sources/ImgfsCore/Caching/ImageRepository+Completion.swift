@@ -40,8 +40,12 @@ extension ImageRepository {
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
         let queuedAt = DispatchTime.now().uptimeNanoseconds
+        let large = metadata.size > configuration.diskWriteYieldSize
+        let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
+        heldWriteBytes.add(held, ordering: .relaxed)
         diskWrites.submit { [self] in
-            if metadata.size > configuration.diskWriteYieldSize { waitForQuietMoment(queuedAt: queuedAt) }
+            if large { waitForQuietMoment(queuedAt: queuedAt) } else if held > 0 { waitForTransfers(queuedAt: queuedAt) }
+            defer { heldWriteBytes.subtract(held, ordering: .relaxed) }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
                     if pieces.count == 1 {

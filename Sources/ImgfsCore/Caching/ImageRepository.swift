@@ -35,6 +35,9 @@ public final class ImageRepository: @unchecked Sendable {
         public var diskWriteQuietPeriod: TimeInterval = 0.05
         /// …but never longer than this after it was queued (which bounds what waiting writes hold in memory).
         public var diskWriteMaxDelay: TimeInterval = 2
+        /// Writes of smaller bodies wait while transfers are running (also at most `diskWriteMaxDelay`), as long as
+        /// the bodies waiting add up to at most this many bytes; 0 writes them at once.
+        public var diskWriteHoldLimit = 16 << 20
         /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).
         public var bodyMemory = BodyMemory.ordinary
 
@@ -91,6 +94,10 @@ public final class ImageRepository: @unchecked Sendable {
     let diskWrites: any SerialWorker
     /// When a request last came (monotonic nanoseconds), for ``waitForQuietMoment(queuedAt:)``.
     let lastRequest = Atomic<UInt64>(0)
+    /// Transfers started and not yet finished, and the bytes of small bodies queued for the disk, for
+    /// ``waitForTransfers(queuedAt:)``.
+    let activeTransfers = Atomic<Int>(0)
+    let heldWriteBytes = Atomic<Int>(0)
     private let contentChangeHandler = Mutex<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
@@ -211,8 +218,9 @@ public final class ImageRepository: @unchecked Sendable {
     /// On the disk-write thread, before writing a large body: waits until no request has come for
     /// ``Configuration/diskWriteQuietPeriod``, or ``Configuration/diskWriteMaxDelay`` has passed since the write was
     /// queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
-    /// those reads for memory bandwidth. Small bodies are written at once: holding them back left the CPUs idle
-    /// between requests, and in a VM waking an idle CPU made every small-file request slower (docs/PERFORMANCE.md).
+    /// those reads for memory bandwidth. Small bodies do not wait for a pause (holding them back while reads came
+    /// left the CPUs idle between requests, and in a VM waking an idle CPU made every small-file request slower:
+    /// docs/PERFORMANCE.md), only for running transfers (``waitForTransfers(queuedAt:)``).
     func waitForQuietMoment(queuedAt: UInt64) {
         let quiet = UInt64(max(0, configuration.diskWriteQuietPeriod) * 1e9)
         let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
@@ -221,6 +229,20 @@ public final class ImageRepository: @unchecked Sendable {
             let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
             guard idle < quiet, now < deadline else { return }
             Thread.sleep(forTimeInterval: Double(min(quiet - idle, deadline - now)) / 1e9)
+        }
+    }
+
+    /// On the disk-write thread, before writing a small body: waits while transfers are running, until
+    /// ``Configuration/diskWriteMaxDelay`` has passed since the write was queued or the small bodies waiting exceed
+    /// ``Configuration/diskWriteHoldLimit``. During a burst of fetches the writes (file creates, renames, fsyncs:
+    /// a quarter of the daemon's CPU) would take CPU time from the fetches and the readers; they follow the burst.
+    func waitForTransfers(queuedAt: UInt64) {
+        let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+        while activeTransfers.load(ordering: .relaxed) > 0,
+              heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return }
+            Thread.sleep(forTimeInterval: min(0.005, Double(deadline - now) / 1e9))
         }
     }
 
@@ -370,7 +392,11 @@ public final class ImageRepository: @unchecked Sendable {
                     }
                 }
             }
-            download.whenFinished { [self] error in finished(download, key: key, fallback: fallback, error: error) }
+            activeTransfers.add(1, ordering: .relaxed)
+            download.whenFinished { [self] error in
+                activeTransfers.subtract(1, ordering: .relaxed)
+                finished(download, key: key, fallback: fallback, error: error)
+            }
             download.attach(fetcher.start(request, observer: download))
             if let fallback {
                 waitForRevalidation(download, fallback: fallback, reply: reply)
