@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Builds the index at startup from the names and statuses of the files, without reading bodies or records (except
 /// the record of a key left with two data files by a crash during a replacement), and removes what a crash or an
@@ -34,12 +35,9 @@ struct DiskCacheScanner {
             subdirectories.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
         }
         var result = Result()
-        for subdirectory in subdirectories.sorted() {
-            do {
-                try scan(subdirectory, into: &result)
-            } catch {
-                logger.warning("disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
-            }
+        for part in scanInParallel(subdirectories.sorted()) {
+            result.entries += part.entries
+            result.removedFiles += part.removedFiles
         }
         // Sorting small (time, position) pairs rather than the entries themselves is much faster in debug builds.
         let order = result.entries.indices
@@ -48,6 +46,35 @@ struct DiskCacheScanner {
         result.entries = order.map { result.entries[$0.position] }
         return result
     }
+
+    /// Scans the subdirectories on several threads at once: after the page cache was dropped, listing and reading
+    /// file statuses waits for the disk, and a disk serves several reads at a time much faster than one after another.
+    private func scanInParallel(_ subdirectories: [String]) -> [Result] {
+        let threads = max(1, min(Self.threads, subdirectories.count))
+        let next = Atomic<Int>(0)
+        let parts = Mutex<[Result]>([])
+        let done = DispatchGroup()
+        for _ in 0..<threads {
+            done.enter()
+            Thread.detachNewThread { [self] in
+                var part = Result()
+                while case let index = next.add(1, ordering: .relaxed).oldValue, index < subdirectories.count {
+                    do {
+                        try scan(subdirectories[index], into: &part)
+                    } catch {
+                        logger.warning("disk cache: skipping unreadable \(layout.subdirectory(named: subdirectories[index])): \(error)")
+                    }
+                }
+                parts.withLock { [part] in $0.append(part) }
+                done.leave()
+            }
+        }
+        done.wait()
+        return parts.withLock { $0 }
+    }
+
+    /// How many subdirectories are scanned at once.
+    static let threads = 16
 
     private func scan(_ subdirectory: String, into result: inout Result) throws {
         let path = layout.subdirectory(named: subdirectory)
