@@ -1,0 +1,1 @@
+"""The pieces of the imgfs benchmark (mount-scripts/bench.py is the driver)."""

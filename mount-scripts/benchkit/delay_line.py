@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The delay line of the 20 ms variant, run as a process of its own by the benchmark:
+    delay_line.py LISTEN_PORT UPSTREAM_PORT ONE_WAY_SECONDS
+listens on 127.0.0.1:LISTEN_PORT and forwards to 127.0.0.1:UPSTREAM_PORT, holding everything ONE_WAY_SECONDS in each
+direction."""
+import asyncio
+import signal
+import sys
+
+
+async def delay_line(listen_port, upstream_port, one_way):
+    """A TCP proxy that holds every chunk one_way seconds in each direction, and a new connection 2 * one_way
+    (the handshake's round trip): a stand-in for a link with 2 * one_way round-trip time, since this kernel has no
+    netem (nor fq/etf, which could delay packets by departure time)."""
+    loop = asyncio.get_running_loop()
+
+    async def pump(reader, writer):
+        queue = asyncio.Queue(maxsize=64)
+
+        async def produce():
+            while True:
+                try:
+                    data = await reader.read(256 * 1024)
+                except (ConnectionError, OSError):
+                    data = b""
+                await queue.put((loop.time() + one_way, data))
+                if not data:
+                    return
+
+        async def consume():
+            while True:
+                due, data = await queue.get()
+                delay = due - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if not data:
+                    try:
+                        writer.write_eof()
+                    except (OSError, RuntimeError):
+                        pass
+                    return
+                try:
+                    writer.write(data)
+                    await writer.drain()
+                except (ConnectionError, OSError):
+                    return
+
+        await asyncio.gather(produce(), consume())
+
+    async def handle(client_reader, client_writer):
+        try:
+            await asyncio.sleep(2 * one_way)
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        except OSError:
+            client_writer.close()
+            return
+        try:
+            await asyncio.gather(pump(client_reader, up_writer), pump(up_reader, client_writer))
+        finally:
+            for writer in (client_writer, up_writer):
+                try:
+                    writer.close()
+                except OSError:
+                    pass
+
+    server = await asyncio.start_server(handle, "127.0.0.1", listen_port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+
+
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    listen, upstream, one_way = sys.argv[1:4]
+    asyncio.run(delay_line(int(listen), int(upstream), float(one_way)))

@@ -1,0 +1,162 @@
+"""Logging, failures, and the processes and mounts a run owns (so that everything it starts is stopped)."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+
+def log(message):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class BenchFailure(Exception):
+    pass
+
+
+class MountFailure(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Processes and mounts this run owns (recorded in <workdir>/state so that the shell wrapper can clean up after a
+# hard failure of this driver).
+
+class Owned:
+    def __init__(self, workdir):
+        self.state = os.path.join(workdir, "state")
+        self.pids = {}
+        self.mounts = []
+        self.lock = threading.Lock()
+        self._write()
+
+    def _write(self):
+        lines = [f"pid {pid}" for pid in self.pids] + [f"mount {m}" for m in self.mounts]
+        tmp = self.state + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(tmp, self.state)
+
+    def add_process(self, proc):
+        with self.lock:
+            self.pids[proc.pid] = proc
+            self._write()
+
+    def forget_process(self, proc):
+        with self.lock:
+            self.pids.pop(proc.pid, None)
+            self._write()
+
+    def add_mount(self, path):
+        with self.lock:
+            if path not in self.mounts:
+                self.mounts.append(path)
+                self._write()
+
+    def forget_mount(self, path):
+        with self.lock:
+            if path in self.mounts:
+                self.mounts.remove(path)
+                self._write()
+
+    def stop_process(self, proc, sig=signal.SIGTERM, wait=10):
+        if proc.poll() is None:
+            try:
+                proc.send_signal(sig)
+                proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        self.forget_process(proc)
+
+    def cleanup(self):
+        for path in reversed(list(self.mounts)):
+            unmount(path)
+            self.forget_mount(path)
+        for proc in list(self.pids.values()):
+            try:
+                self.stop_process(proc, wait=5)
+            except Exception as error:  # keep cleaning
+                log(f"cleanup: {error}")
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def unmount(path):
+    if not is_mounted(path):
+        return
+    for command in (["fusermount3", "-u", path], ["umount", path], ["fusermount3", "-u", "-z", path],
+                    ["umount", "-l", path]):
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(50):
+            if not is_mounted(path):
+                return
+            time.sleep(0.02)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def vmhwm_mib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def cpu_snapshot():
+    """(all CPUs' busy seconds, this run's processes' seconds, kernel threads' seconds): their differences over a
+    repetition tell how much CPU other user-space processes took meanwhile (the machine should be quiet)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = (sum(fields[:8]) - fields[3] - fields[4]) / tick  # all but idle and iowait
+    processes = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/status") as f:
+                kernel = "VmSize" not in f.read()
+        except OSError:
+            continue
+        processes[int(entry)] = (int(rest[1]), sum(int(x) for x in rest[11:15]) / tick, kernel)
+    ours, stack = 0.0, [os.getpid()]
+    seen = set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen or pid not in processes:
+            continue
+        seen.add(pid)
+        ours += processes[pid][1]
+        stack += [child for child, (parent, _, _) in processes.items() if parent == pid]
+    kthreads = sum(seconds for _, seconds, kernel in processes.values() if kernel)
+    return busy, ours, kthreads
+
+
+def run_out(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as error:
+        return f"({error})"

@@ -1,0 +1,527 @@
+"""The workloads: what is read through each system, and the limits they are compared with."""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import threading
+import time
+
+from .settings import (
+    DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE, SMALL_READERS,
+    WARM_PASSES)
+from .processes import BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log
+from .corpus import build_corpus, sha256_file
+from .origin import DelayLine, Origin
+from .reader import (
+    Buffers, DiskLag, ReadErrors, ReadTimeout, join_stragglers, read_all, read_first_bytes, time_ls, time_stat,
+    wait_for_disk_entries)
+from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
+
+
+class Results:
+    def __init__(self):
+        self.values = {}  # (system, workload) -> [value per repetition]
+        self.notes = {}  # (system, workload) -> [text]
+        self.errors = []  # read errors, in full
+        self.capped = {}  # (system, workload) -> [files read before the cap, per repetition]
+
+    def add(self, system, workload, value):
+        self.values.setdefault((system, workload), []).append(value)
+
+    def note(self, system, workload, text):
+        notes = self.notes.setdefault((system, workload), [])
+        if text not in notes:
+            notes.append(text)
+
+    def get(self, system, workload):
+        return [v for v in self.values.get((system, workload), []) if v is not None]
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = args.workdir
+        for sub in ("mnt", "cache", "logs", "tmpfs"):
+            os.makedirs(os.path.join(self.work, sub), exist_ok=True)
+        with open(os.path.join(self.work, "rclone.conf"), "w"):
+            pass
+        self.owned = Owned(self.work)
+        self.results = Results()
+        self.commands = {}
+        self.quick = args.quick
+        self.reps = args.reps or (1 if args.quick else 3)
+        self.timeout = 60 if args.quick else 120
+        # Cold small-file passes start no new file after this many seconds (httpdirfs fetches ~10 files/s).
+        self.cap = 5.0 if args.quick else 20.0
+
+    # -- set-up ---------------------------------------------------------------------------------------------------
+    def setup(self):
+        tmpfs = os.path.join(self.work, "tmpfs")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g,mode=0755", "imgfs-bench", tmpfs], check=True)
+        self.owned.add_mount(tmpfs)
+        self.corpus = os.path.join(tmpfs, "corpus")
+        self.scratch = os.path.join(tmpfs, "scratch")
+        os.makedirs(self.scratch)
+        small = 300 if self.quick else 2000
+        large = QUICK_LARGE if self.quick else LARGE_IMAGES
+        log(f"building the corpus ({small} icons, {len(large)} large images) on tmpfs")
+        self.manifest = build_corpus(self.corpus, small, large)
+        self.small = sorted(r for r in self.manifest if r.startswith("small/"))
+        self.large = sorted(r for r in self.manifest if r.startswith("large/"))
+        self.dedup_rel = "dedup/elephants-16mb.jpg"
+        self.throttled_rel = "throttled/elephants-8mb.jpg"
+        with open(os.path.join(self.corpus, self.throttled_rel), "rb") as f:
+            self.throttled_prefix = f.read(FIRST_BYTES)
+        self.small_buffers = Buffers([self.manifest[r][0] for r in self.small])
+        self.large_buffers = Buffers([self.manifest[r][0] for r in self.large])
+        self.dedup_buffers = Buffers([self.manifest[self.dedup_rel][0]] * DEDUP_READERS)
+        self.origin = Origin(self.owned, self.work, self.corpus)
+        self.delay = None if self.args.no_delay else DelayLine(self.owned, self.work, self.origin.port)
+        # One untimed pass through the origin (and the delay line), so that the first repetition is not the only one
+        # that pays for nginx's first opens of the files.
+        for url in [self.origin.url] + ([self.delay.url] if self.delay else []):
+            self.curl_many(url, self.small + self.large + [self.dedup_rel], SMALL_READERS)
+        self.systems = [Imgfs(self, self.args.imgfs), Imgfs6(self, self.args.imgfs), Httpdirfs(self), Rclone(self)]
+        self.systems = [s for s in self.systems if s.name in self.args.systems.split(",")]
+        small_bytes = sum(self.manifest[r][0] for r in self.small)
+        large_bytes = sum(self.manifest[r][0] for r in self.large)
+        self.corpus_text = (f"{len(self.small)} PNG icons ({small_bytes / MB:.1f} MB, "
+                            f"{min(self.manifest[r][0] for r in self.small)}–"
+                            f"{max(self.manifest[r][0] for r in self.small)} B, median "
+                            f"{statistics.median(self.manifest[r][0] for r in self.small):.0f} B) from "
+                            f"{', '.join(ICON_PACKAGES)}; {len(self.large)} large images ({large_bytes / MB:.1f} MB, "
+                            f"{min(self.manifest[r][0] for r in self.large) / MB:.1f}–"
+                            f"{max(self.manifest[r][0] for r in self.large) / MB:.1f} MB, JPEG/PNG/WebP) from "
+                            f"{', '.join(sorted({p for _, p, _ in large}))}")
+        log(self.corpus_text)
+
+    def expected(self, rels):
+        return [self.manifest[r] for r in rels]
+
+    # -- one read workload ----------------------------------------------------------------------------------------
+    def timed_read(self, system_name, workload, paths, rels, buffers, threads, unit, abort=None, passes=1,
+                   cap=None, split_first=False):
+        """Reads paths `passes` times and records the median pass as files/s (unit 'files') or MB/s (unit
+        'bytes'). With cap (seconds), readers start no new file after that time (the rate is over the files read).
+        Returns the number of files read, or None after a timeout (then abort() is called)."""
+        times = []
+        for _ in range(passes):
+            try:
+                elapsed, done = read_all(paths, self.expected(rels), buffers, threads, self.timeout, cap)
+            except ReadTimeout as error:
+                log(f"{system_name} {workload}: no result within {self.timeout} s")
+                self.results.add(system_name, workload, None)
+                self.results.note(system_name, workload, f"timed out (> {self.timeout} s)")
+                if abort:
+                    abort()
+                join_stragglers(error)
+                return None
+            except ReadErrors as error:
+                self.read_failed(system_name, workload, error, abort)
+                return None
+            times.append(elapsed)
+        if passes > 1 and split_first:
+            # The first pass right after the cold one, and the steady state (the median of the later passes).
+            first = len(paths) / times[0] if unit == "files" else sum(self.manifest[r][0] for r in rels) / times[0] / MB
+            self.results.add(system_name, workload + "-1st", first)
+            log(f"{system_name:9} {workload + '-1st':16} {first:10.1f} {'files/s' if unit == 'files' else 'MB/s'}"
+                f" ({times[0]:.3f} s)")
+            times = times[1:]
+        elapsed = statistics.median(times)
+        if done < len(paths):
+            self.results.capped.setdefault((system_name, workload), []).append(done)
+            counts = self.results.capped[(system_name, workload)]
+            span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
+            self.results.notes[(system_name, workload)] = [f"stopped at {cap:.0f} s: {span} of {len(paths)} files"]
+        if unit == "files":
+            value = done / elapsed
+        else:
+            value = sum(self.manifest[r][0] for r in rels[:done]) / elapsed / MB
+        self.results.add(system_name, workload, value)
+        log(f"{system_name:9} {workload:16} {value:10.1f} {'files/s' if unit == 'files' else 'MB/s'}"
+            f" ({elapsed:.3f} s{f', {done} of {len(paths)} files' if done < len(paths) else ''}"
+            f"{f', median of {passes} passes' if passes > 1 else ''})")
+        return done
+
+    # -- the limits -----------------------------------------------------------------------------------------------
+    def curl_many(self, origin_url, rels, parallel):
+        out = os.path.join(self.scratch, "curl")
+        os.makedirs(out, exist_ok=True)
+        config = os.path.join(self.work, "curl.cfg")
+        with open(config, "w") as f:
+            for index, rel in enumerate(rels):
+                f.write(f'url = "{origin_url}/{rel}"\noutput = "{out}/{index}"\n')
+        command = ["curl", "--parallel", "--parallel-max", str(parallel), "--no-progress-meter", "--fail",
+                   "--config", config]
+        self.commands.setdefault(f"curl --parallel-max {parallel}",
+                                 " ".join(command) + "   # config: url = …/<file>, output = <tmpfs>/<n> per file")
+        start = time.perf_counter()
+        result = subprocess.run(command, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        elapsed = time.perf_counter() - start
+        if result.returncode != 0:
+            raise BenchFailure(f"curl failed: {result.stderr.decode(errors='replace')[:500]}")
+        for index, rel in enumerate(rels):
+            path = os.path.join(out, str(index))
+            size, digest = self.manifest[rel]
+            if os.path.getsize(path) != size or sha256_file(path) != digest:
+                raise BenchFailure(f"curl: {rel} differs from the original")
+        shutil.rmtree(out)
+        return elapsed
+
+    def curl_one(self, origin_url, rel):
+        out = os.path.join(self.scratch, "one")
+        command = ["curl", "--no-progress-meter", "--fail", "-o", out, f"{origin_url}/{rel}"]
+        self.commands.setdefault("curl (one file)", " ".join(command))
+        start = time.perf_counter()
+        subprocess.run(command, check=True, timeout=300)
+        elapsed = time.perf_counter() - start
+        if sha256_file(out) != self.manifest[rel][1]:
+            raise BenchFailure(f"curl: {rel} differs from the original")
+        os.unlink(out)
+        return elapsed
+
+    def curl_first_bytes(self, origin_url, rel):
+        command = ["curl", "--no-progress-meter", "--no-buffer", f"{origin_url}/{rel}"]
+        self.commands.setdefault("curl (first 64 KiB)",
+                                 " ".join(command) + "   # stdout read until 64 KiB, then killed")
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        self.owned.add_process(proc)
+        data = b""
+        while len(data) < FIRST_BYTES:
+            chunk = proc.stdout.read(FIRST_BYTES - len(data))
+            if not chunk:
+                break
+            data += chunk
+        elapsed = time.perf_counter() - start
+        self.owned.stop_process(proc, signal.SIGKILL)
+        proc.stdout.close()
+        if data != self.throttled_prefix:
+            raise BenchFailure("curl: the first 64 KiB of the throttled file differ from the original")
+        return elapsed
+
+    def read_failed(self, system_name, workload, error, abort):
+        log(f"{system_name} {workload}: READ ERRORS: {error}")
+        self.results.add(system_name, workload, None)
+        brief = re.sub(r".*\[Errno \d+\] ([^:']+).*", r"\1", str(error))
+        self.results.note(system_name, workload, f"failed: {brief}")
+        self.results.errors.append(f"{system_name} {workload}: {error}")
+        if abort:
+            abort()
+
+    def record(self, system, workload, value, text):
+        self.results.add(system, workload, value)
+        log(f"{system:9} {workload:16} {value:10.1f} {text}")
+
+    def run_limits(self):
+        url = self.origin.url
+        n = len(self.small)
+        large_bytes = sum(self.manifest[r][0] for r in self.large)
+        self.record("limit", "cold-small", n / self.curl_many(url, self.small, SMALL_READERS), "files/s (curl)")
+        self.record("limit", "cold-large", large_bytes / self.curl_many(url, self.large, LARGE_READERS) / MB,
+                    "MB/s (curl)")
+        small_paths = [os.path.join(self.corpus, r) for r in self.small]
+        large_paths = [os.path.join(self.corpus, r) for r in self.large]
+        # tmpfs is the limit of every warm row: drop_caches and remounts do not touch it.
+        self.timed_read("limit", "warm-small", small_paths, self.small, self.small_buffers, SMALL_READERS, "files",
+                        passes=WARM_PASSES)
+        self.timed_read("limit", "warm-large", large_paths, self.large, self.large_buffers, LARGE_READERS, "bytes",
+                        passes=WARM_PASSES)
+        for kind in ("small", "large"):
+            value = self.results.values[("limit", f"warm-{kind}")][-1]
+            self.results.add("limit", f"warm-{kind}-1st", value)
+            self.results.add("limit", f"dropped-{kind}", value)
+            self.results.add("limit", f"remount-{kind}", value)
+        self.record("limit", "ls-l", time_ls(os.path.join(self.corpus, "small"))[0] * 1000, "ms (tmpfs)")
+        self.record("limit", "stat", time_stat(small_paths) * 1000, "ms (tmpfs)")
+        self.record("limit", "dedup-wall", self.curl_one(url, self.dedup_rel) * 1000, "ms (curl, one fetch)")
+        # The copying floor of the dedup row: the same 32 readers of the same file on tmpfs.
+        elapsed, _ = read_all([os.path.join(self.corpus, self.dedup_rel)] * DEDUP_READERS,
+                              [self.manifest[self.dedup_rel]] * DEDUP_READERS, self.dedup_buffers, DEDUP_READERS,
+                              self.timeout)
+        self.record("limit", "dedup-tmpfs", elapsed * 1000, "ms (32 readers of the file on tmpfs)")
+        self.results.add("limit", "dedup-gets", 1)
+        self.results.add("limit", "dedup-bytes", 1.0)
+        self.record("limit", "first-64k", self.curl_first_bytes(url, self.throttled_rel) * 1000, "ms (curl)")
+        if self.delay:
+            durl = self.delay.url
+            self.record("limit", "cold-small@20ms", n / self.curl_many(durl, self.small, SMALL_READERS),
+                        "files/s (curl)")
+            self.record("limit", "cold-large@20ms", large_bytes / self.curl_many(durl, self.large, LARGE_READERS) / MB,
+                        "MB/s (curl)")
+            self.record("limit", "first-64k@20ms", self.curl_first_bytes(durl, self.throttled_rel) * 1000, "ms (curl)")
+
+    # -- a file system --------------------------------------------------------------------------------------------
+    def run_system(self, system):
+        """Each part mounts afresh; a part that cannot mount is recorded and the next one runs."""
+        url = self.origin.url
+        parts = [lambda: self.run_cold_small_only(system)] if system.only else [
+            lambda: self.run_sequence(system),
+            lambda: self.run_dedup(system, url),
+            lambda: self.run_first_bytes(system, url, "first-64k")] + (
+            [lambda: self.run_delayed(system)] if self.delay else [])
+        for part in parts:
+            try:
+                part()
+            except MountFailure as error:
+                log(f"{system.name}: {error}")
+                self.results.errors.append(f"{system.name}: {error}")
+
+    def run_sequence(self, system):
+        """cold-small, warm-small, ls -l, stat, cold-large, warm-large, drop_caches, both again, remount, both
+        again: on one mount (and its cache after the remount)."""
+        name = system.name
+        url = self.origin.url
+        mount = system.mount(url)
+        try:
+            small = [mount.path(r) for r in self.small]
+            large = [mount.path(r) for r in self.large]
+            done = self.timed_read(name, "cold-small", small, self.small, self.small_buffers, SMALL_READERS, "files",
+                                   mount.abort, cap=self.cap)
+            if done is None:
+                return
+            # Later small-file rows read what the cold pass read (all of it unless it hit the cap).
+            rels = self.small[:done]
+            small = small[:done]
+            lag = DiskLag(mount, done) if system.name == "imgfs" else None
+            self.timed_read(name, "warm-small", small, rels, self.small_buffers, SMALL_READERS, "files",
+                            passes=WARM_PASSES, split_first=True)
+            ls_time, entries = time_ls(mount.listing_dir())
+            self.record(name, "ls-l", ls_time * 1000, f"ms ({entries} entries)")
+            self.results.note(name, "ls-l", f"{entries} entries")
+            self.record(name, "stat", time_stat(small) * 1000, f"ms ({len(small)} files)")
+            if len(small) != len(self.small):
+                self.results.capped.setdefault((name, "stat"), []).append(len(small))
+                counts = self.results.capped[(name, "stat")]
+                span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
+                self.results.notes[(name, "stat")] = [f"{span} files"]
+            if self.timed_read(name, "cold-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes",
+                               mount.abort) is None:
+                return
+            self.timed_read(name, "warm-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes",
+                            passes=WARM_PASSES, split_first=True)
+            mount.sample_rss()
+            drop_caches()
+            self.timed_read(name, "dropped-small", small, rels, self.small_buffers, SMALL_READERS, "files")
+            self.timed_read(name, "dropped-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes")
+            rss = mount.sample_rss()
+            if lag:
+                seconds = lag.result(self.timeout)
+                if seconds is None:
+                    self.results.add(name, "disk-lag", None)
+                    self.results.note(name, "disk-lag", f"not all on disk after {self.timeout} s")
+                else:
+                    self.record(name, "disk-lag", seconds, f"s after cold-small until its {done} entries were on disk")
+                # The remount rows measure the disk cache: let the queued writes finish first.
+                waited, entries = wait_for_disk_entries(mount, len(rels) + len(self.large), self.timeout)
+                if entries < len(rels) + len(self.large):
+                    self.results.note(name, "remount-small", f"only {entries} entries on disk")
+            mount.unmount()
+            mount = system.mount(url, cache=mount.cache)
+            small = [mount.path(r) for r in rels]
+            large = [mount.path(r) for r in self.large]
+            offset = self.origin.log_offset()
+            self.timed_read(name, "remount-small", small, rels, self.small_buffers, SMALL_READERS, "files")
+            self.timed_read(name, "remount-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes")
+            refetched = [r for r in self.origin.requests_since(offset)
+                         if r[0] == "GET" and not r[1].endswith("/") and r[1].count("/") > 1]
+            self.record(name, "remount-gets", len(refetched), "origin GETs of files during the remount reads")
+            rss = max(rss, mount.sample_rss())
+            mount.unmount()
+            self.record(name, "rss", rss, "MiB (VmHWM)")
+        finally:
+            if is_mounted(mount.mountpoint):
+                mount.abort()
+
+    def run_cold_small_only(self, system):
+        for workload, url in (("cold-small", self.origin.url), ("cold-small@20ms", self.delay and self.delay.url)):
+            if not url:
+                continue
+            mount = system.mount(url)
+            try:
+                small = [mount.path(r) for r in self.small]
+                if self.timed_read(system.name, workload, small, self.small, self.small_buffers, SMALL_READERS,
+                                   "files", mount.abort, cap=self.cap) is not None:
+                    mount.unmount()
+            finally:
+                if is_mounted(mount.mountpoint):
+                    mount.abort()
+
+    def run_dedup(self, system, url):
+        name = system.name
+        mount = system.mount(url)
+        try:
+            path = mount.path(self.dedup_rel)
+            offset = self.origin.log_offset()
+            try:
+                elapsed, _ = read_all([path] * DEDUP_READERS, [self.manifest[self.dedup_rel]] * DEDUP_READERS,
+                                      self.dedup_buffers, DEDUP_READERS, self.timeout)
+            except ReadTimeout as error:
+                mount.abort()
+                join_stragglers(error)
+                self.results.add(name, "dedup-wall", None)
+                self.results.note(name, "dedup-wall", f"timed out (> {self.timeout} s)")
+                return
+            except ReadErrors as error:
+                self.read_failed(name, "dedup-wall", error, mount.abort)
+                return
+            time.sleep(0.3)  # let the origin finish writing its log
+            requests = [r for r in self.origin.requests_since(offset) if r[1] == "/" + self.dedup_rel]
+            gets = [r for r in requests if r[0] == "GET"]
+            size = self.manifest[self.dedup_rel][0]
+            self.results.add(name, "dedup-wall", elapsed * 1000)
+            self.results.add(name, "dedup-gets", len(gets))
+            self.results.add(name, "dedup-bytes", sum(r[3] for r in gets) / size)
+            heads = len(requests) - len(gets)
+            if heads:
+                self.results.note(name, "dedup-gets", f"+{heads} HEAD")
+            log(f"{name:9} {'dedup':16} {elapsed * 1000:10.1f} ms, {len(gets)} GETs, "
+                f"{sum(r[3] for r in gets) / size:.2f}× the bytes")
+            mount.unmount()
+        finally:
+            if is_mounted(mount.mountpoint):
+                mount.abort()
+
+    def run_first_bytes(self, system, url, workload):
+        name = system.name
+        mount = system.mount(url)
+        try:
+            result = {}
+
+            def go():
+                try:
+                    result["t"] = read_first_bytes(mount.path(self.throttled_rel), self.throttled_prefix)
+                except Exception as error:  # reported below
+                    result["e"] = error
+
+            thread = threading.Thread(target=go, daemon=True)
+            thread.start()
+            thread.join(self.timeout)
+            if thread.is_alive():
+                mount.abort()
+                thread.join(30)
+                self.results.add(name, workload, None)
+                self.results.note(name, workload, f"timed out (> {self.timeout} s)")
+                return
+            if "e" in result:
+                if isinstance(result["e"], BenchFailure):
+                    raise result["e"]
+                self.read_failed(name, workload, ReadErrors(str(result["e"])), mount.abort)
+                return
+            self.record(name, workload, result["t"] * 1000, "ms")
+            mount.unmount()
+        finally:
+            if is_mounted(mount.mountpoint):
+                mount.abort()
+
+    def run_delayed(self, system):
+        name = system.name
+        url = self.delay.url
+        for workload, rels, buffers, threads, unit, cap in (
+                ("cold-small@20ms", self.small, self.small_buffers, SMALL_READERS, "files", self.cap),
+                ("cold-large@20ms", self.large, self.large_buffers, LARGE_READERS, "bytes", None)):
+            mount = system.mount(url)
+            try:
+                if self.timed_read(name, workload, [mount.path(r) for r in rels], rels, buffers, threads, unit,
+                                   mount.abort, cap=cap) is not None:
+                    mount.unmount()
+            finally:
+                if is_mounted(mount.mountpoint):
+                    mount.abort()
+        self.run_first_bytes(system, url, "first-64k@20ms")
+
+    # -- restart with many cached entries (imgfs) -----------------------------------------------------------------
+    def run_restart(self, count):
+        """Creates `count` disk-cache entries by reading distinct URLs (`/small/<icon>?n=<i>`) through imgfs with its
+        cache on a tmpfs (imgfs fsyncs every entry on one serial queue: on this disk that is ~250 entries/s, 100,000
+        would take minutes), waits until all are on disk, and restarts on that cache: once from the tmpfs, and once
+        from a copy on the root file system (ext4) after drop_caches."""
+        system = next((s for s in self.systems if s.name == "imgfs"), None)
+        if system is None or count <= 0:
+            return
+        url = self.origin.url
+        rels = [f"{self.small[i % len(self.small)]}?n={i}" for i in range(count)]
+        space = os.path.join(self.work, "restart-tmpfs")
+        os.makedirs(space)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g,mode=0700", "imgfs-bench-restart", space], check=True)
+        self.owned.add_mount(space)
+        cache = os.path.join(space, "cache")
+        log(f"imgfs restart: creating {count} cache entries by reading through imgfs (cache on tmpfs)")
+        mount = system.mount(url, cache=cache)
+        try:
+            batch = len(self.small)
+            start = time.perf_counter()
+            for first in range(0, count, batch):
+                chunk = rels[first:first + batch]
+                read_all([mount.path(r) for r in chunk], self.expected([r.split("?")[0] for r in chunk]),
+                         self.small_buffers, SMALL_READERS, self.timeout)
+            fill = time.perf_counter() - start
+            waited, entries = wait_for_disk_entries(mount, count, 300)
+            log(f"imgfs restart: read {count} URLs in {fill:.1f} s ({count / fill:.0f} files/s); {entries} disk "
+                f"entries {waited:.1f} s later")
+            self.results.note("imgfs", "restart", f"{count} URLs read in {fill:.0f} s, {entries} disk entries")
+            mount.unmount()
+        finally:
+            if is_mounted(mount.mountpoint):
+                mount.abort()
+        copy = os.path.join(self.work, "cache", "restart-ext4")
+        start = time.perf_counter()
+        subprocess.run(["cp", "-a", cache, copy], check=True)
+        log(f"imgfs restart: copied the cache to ext4 in {time.perf_counter() - start:.1f} s")
+        probes = [rels[(i * 7919) % count] for i in range(100)]
+        for workload, directory, drop in (("restart-tmpfs", cache, False), ("restart", copy, True)):
+            if drop:
+                drop_caches()
+            offset = self.origin.log_offset()
+            start = time.perf_counter()
+            mount = system.mount(url, cache=directory)
+            try:
+                mounted = time.perf_counter() - start
+                served = None
+                for probe in probes:
+                    with open(mount.path(probe), "rb") as f:
+                        data = f.read()
+                    if hashlib.sha256(data).hexdigest() != self.manifest[probe.split("?")[0]][1]:
+                        raise BenchFailure("imgfs restart: a cached image differs from the original")
+                    if served is None:
+                        served = time.perf_counter() - start
+                hundred = time.perf_counter() - start
+                gets = [r for r in self.origin.requests_since(offset) if r[0] == "GET"]
+                self.results.add("imgfs", workload, served)
+                where = "ext4 after drop_caches" if drop else "tmpfs"
+                self.results.note("imgfs", workload, f"{where}: mounted {mounted * 1000:.0f} ms, first read "
+                                                     f"{served * 1000:.0f} ms, 100 reads {hundred * 1000:.0f} ms, "
+                                                     f"{len(gets)} origin GETs")
+                log(f"imgfs {workload}: mounted {mounted:.3f} s, first read {served:.3f} s, 100 reads {hundred:.3f} s,"
+                    f" {len(gets)} GETs")
+                mount.unmount()
+            finally:
+                if is_mounted(mount.mountpoint):
+                    mount.abort()
+        shutil.rmtree(copy)
+
+    # -- the whole run --------------------------------------------------------------------------------------------
+    def run(self):
+        self.started = time.time()
+        self.load_before = os.getloadavg()
+        self.loads = []
+        self.foreign = []  # CPU seconds other user-space processes used during each repetition
+        self.setup()
+        for rep in range(self.reps):
+            self.loads.append(os.getloadavg()[0])
+            log(f"repetition {rep + 1} of {self.reps} (load average {self.loads[-1]:.2f}, this run's threads included)")
+            before = cpu_snapshot()
+            self.run_limits()
+            for system in self.systems:
+                self.run_system(system)
+            after = cpu_snapshot()
+            others = (after[0] - before[0]) - (after[1] - before[1]) - (after[2] - before[2])
+            self.foreign.append(max(0.0, others))
+            log(f"repetition {rep + 1}: other processes used about {self.foreign[-1]:.1f} CPU seconds")
+        self.restart_entries = 0 if self.args.no_restart else (self.args.restart_entries or
+                                                               (5_000 if self.quick else 100_000))
+        self.run_restart(self.restart_entries)
+        self.finished = time.time()
