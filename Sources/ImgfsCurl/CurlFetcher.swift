@@ -3,7 +3,6 @@ import CCurlShims
 import Foundation
 import ImgfsCore
 import Logging
-import Synchronization
 
 /// Fetches images with one libcurl multi handle driven by one thread of its own.
 ///
@@ -23,7 +22,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private let configuration: FetcherConfiguration
     private let logger: Logger
     private let multi: UnsafeMutableRawPointer
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let stopped = DispatchSemaphore(value: 0)
     // Owned by the fetcher thread:
     private var queue: AdmissionQueue<CurlTransfer>

@@ -1,5 +1,5 @@
 import CFuse
-import Synchronization
+import ImgfsCore
 
 /// Asks the kernel whether it still holds the first page of a file in its page cache (`FUSE_NOTIFY_RETRIEVE`, which
 /// answers with the pages present from an offset up to the first missing one).
@@ -8,7 +8,7 @@ import Synchronization
 /// when the kernel cannot be asked (the inode is not in its cache: then neither are its pages).
 final class PageCacheProbe: @unchecked Sendable {
     private let session: OpaquePointer
-    private let pending = Mutex<(next: UInt, answers: [UInt: @Sendable (Bool) -> Void])>((1, [:]))
+    private let pending = Locked<(next: UInt, answers: [UInt: @Sendable (Bool) -> Void])>((1, [:]))
 
     init(session: OpaquePointer) {
         self.session = session

@@ -2,7 +2,6 @@ import CFuseShims
 import Foundation
 import ImgfsCore
 import Logging
-import Synchronization
 
 /// Decides, per open of an image, whether the kernel reads it through the page cache (READ requests to imgfs) or by
 /// itself from a registered file holding the image (FUSE passthrough), and keeps the kernel's rule for mixing them:
@@ -32,7 +31,7 @@ final class PassthroughOpens: @unchecked Sendable {
     private let session: OpaquePointer
     private let availability: PassthroughAvailability
     private let logger: Logger
-    private let modes = Mutex<[UInt64: InodeMode]>([:])
+    private let modes = Locked<[UInt64: InodeMode]>([:])
 
     init(session: OpaquePointer, availability: PassthroughAvailability, logger: Logger) {
         self.session = session

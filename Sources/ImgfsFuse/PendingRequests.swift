@@ -1,6 +1,5 @@
 import CFuse
 import ImgfsCore
-import Synchronization
 
 /// Requests that wait for the network, so that an interrupt (a reader hit by Ctrl-C or killed) is answered with
 /// EINTR at once instead of when the origin answers.
@@ -20,7 +19,7 @@ final class PendingRequests: @unchecked Sendable {
         var live: [UInt: Pending] = [:]
     }
 
-    private let table = Mutex(Table())
+    private let table = Locked(Table())
 
     /// Starts tracking `request`; returns the ticket to hand to ``finish(_:)`` and the interest to pass down, which an
     /// interrupt withdraws before calling `onInterrupt`.

@@ -89,7 +89,7 @@ public final class ImageRepository: @unchecked Sendable {
     let configuration: Configuration
     let logger: Logger
     let now: @Sendable () -> Date
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Where disk-cache writes run, one at a time.
     let diskWrites: any SerialWorker
     /// When a request last came (monotonic nanoseconds), for ``waitForQuietMoment(queuedAt:)``.
@@ -98,7 +98,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``waitForTransfers(queuedAt:)``.
     let activeTransfers = Atomic<Int>(0)
     let heldWriteBytes = Atomic<Int>(0)
-    private let contentChangeHandler = Mutex<(@Sendable (ImageURL) -> Void)?>(nil)
+    private let contentChangeHandler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
                 logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
@@ -134,7 +134,7 @@ public final class ImageRepository: @unchecked Sendable {
     public func prepare(_ url: ImageURL, interest: Interest? = nil,
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         // Whether this call has returned yet, and the answer if it came before that.
-        let handoff = Mutex<(returned: Bool, answer: Result<Source, FetchError>?)>((false, nil))
+        let handoff = Locked<(returned: Bool, answer: Result<Source, FetchError>?)>((false, nil))
         resolve(url, refresh: true) { result in
             let late = handoff.withLock { state -> Bool in
                 if !state.returned { state.answer = result }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Complete images in memory, least recently used first out, within a budget of bytes.
 ///
@@ -36,7 +35,7 @@ public final class MemoryCache: @unchecked Sendable {
 
     /// The most bytes held.
     public let budget: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(budget: Int) {
         self.budget = max(0, budget)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One transfer of one URL, observed by any number of waiting readers.
 ///
@@ -58,7 +57,7 @@ public final class Download: TransferObserving, @unchecked Sendable {
     /// The URL being fetched.
     public let url: ImageURL
     public let limits: Limits
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Where bodies are kept (file-backed for the sizes it chooses).
     public let memory: BodyMemory

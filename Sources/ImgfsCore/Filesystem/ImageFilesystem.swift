@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// The filesystem's operations, free of FUSE: what each kernel request means for imgfs.
 ///
@@ -54,14 +53,14 @@ public final class ImageFilesystem: @unchecked Sendable {
     let logger: Logger
     let inodes = InodeTable()
     let startTime = Date()
-    let listings = Mutex<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
-    let generatedFiles = Mutex<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
-    private let invalidation = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
+    let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
+    let generatedFiles = Locked<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
+    private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
-    private let openHandles = Mutex<[UInt64: Int]>([:])
+    private let openHandles = Locked<[UInt64: Int]>([:])
     /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure (unless an
     /// open reported it first).
-    let unreportedFailures = Mutex<Set<UInt64>>([])
+    let unreportedFailures = Locked<Set<UInt64>>([])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
 
@@ -83,7 +82,7 @@ public final class ImageFilesystem: @unchecked Sendable {
 
     /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
     public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
-        let answer = Mutex<Result<Entry, FilesystemError>?>(nil)
+        let answer = Locked<Result<Entry, FilesystemError>?>(nil)
         lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
         return answer.withLock { $0! }
     }

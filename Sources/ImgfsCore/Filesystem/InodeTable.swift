@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What an inode stands for.
 public enum Node: Hashable, Sendable {
@@ -39,7 +38,7 @@ public final class InodeTable: @unchecked Sendable {
         var next: UInt64 = 16
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Which image inodes the kernel was handed the bytes of with an open (``ImageFilesystem/OpenFile/preload``), and a
 /// generation per inode that a change of content bumps.
@@ -12,7 +11,7 @@ final class PreloadTracker: Sendable {
         var generations: [UInt64: UInt64] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Claims the preload of `inode`'s current content: its generation, or nil when it was claimed already.
     func claim(_ inode: UInt64) -> UInt64? {

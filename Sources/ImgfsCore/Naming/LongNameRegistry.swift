@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Remembers which URL each digest name (`~<sha256>`) stands for.
 ///
@@ -8,7 +7,7 @@ import Synchronization
 /// tampered file cannot redirect a name to another URL.
 public final class LongNameRegistry: @unchecked Sendable {
     private let directory: URL?
-    private let known = Mutex<[String: ImageURL]>([:])
+    private let known = Locked<[String: ImageURL]>([:])
 
     /// A registry kept in `directory` (created when missing), or only in memory when `directory` is nil.
     public init(directory: URL?) {

@@ -52,7 +52,7 @@ struct DiskCacheScanner {
     private func scanInParallel(_ subdirectories: [String]) -> [Result] {
         let threads = max(1, min(Self.threads, subdirectories.count))
         let next = Atomic<Int>(0)
-        let parts = Mutex<[Result]>([])
+        let parts = Locked<[Result]>([])
         let done = DispatchGroup()
         for _ in 0..<threads {
             done.enter()
