@@ -13,7 +13,7 @@ struct PassthroughTests {
         let descriptor: Int32
 
         init(_ path: String) throws {
-            descriptor = open(path, O_RDONLY)
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
             if descriptor < 0 { throw Errno(errno) }
         }
 

@@ -14,7 +14,7 @@ struct Errno: Error, Equatable, CustomStringConvertible {
 enum PosixFile {
     /// The whole file, or the errno of the first call that failed.
     static func read(_ path: String) -> Result<[UInt8], Errno> {
-        let descriptor = open(path, O_RDONLY)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return .failure(Errno(errno)) }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
@@ -30,7 +30,7 @@ enum PosixFile {
     /// The first `count` bytes, and the seconds it took from open to having them.
     static func readPrefix(_ path: String, count: Int) -> (bytes: [UInt8], seconds: Double)? {
         let start = Date()
-        let descriptor = open(path, O_RDONLY)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
@@ -52,7 +52,7 @@ enum PosixFile {
 
     /// The errno of opening `path` with `flags` (0 when it opened).
     static func openError(_ path: String, flags: Int32, mode: mode_t = 0o644) -> Int32 {
-        let descriptor = open(path, flags, mode)
+        let descriptor = open(path, flags | O_CLOEXEC, mode)
         if descriptor >= 0 {
             close(descriptor)
             return 0
