@@ -111,4 +111,17 @@ struct DiskWriteYieldTests {
         Thread.sleep(forTimeInterval: 0.3)
         #expect(disk.record(forKey: url.cacheKey)?.size == 3)
     }
+
+    @Test("a flush (at unmount) writes at once what waits for transfers or for a pause")
+    func flushWritesAtOnce() {
+        let repository = smallBodies()  // 30 s maximum delay
+        _ = repository.prepare(url)
+        _ = repository.prepare(other)
+        fetcher.respond(0, body: [1, 2, 3])
+        Thread.sleep(forTimeInterval: 0.1)
+        let started = Date()
+        repository.flushDiskWrites()
+        #expect(Date().timeIntervalSince(started) < 5, "the transfer still runs; the write did not wait for it")
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3)
+    }
 }

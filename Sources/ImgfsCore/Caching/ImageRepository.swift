@@ -98,6 +98,8 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``waitForTransfers(queuedAt:)``.
     let activeTransfers = Atomic<Int>(0)
     let heldWriteBytes = Atomic<Int>(0)
+    /// Set during ``flushDiskWrites()``: queued writes stop waiting.
+    let flushing = Atomic<Bool>(false)
     private let contentChangeHandler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
@@ -227,7 +229,7 @@ public final class ImageRepository: @unchecked Sendable {
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
-            guard idle < quiet, now < deadline else { return }
+            guard idle < quiet, now < deadline, !flushing.load(ordering: .relaxed) else { return }
             Thread.sleep(forTimeInterval: Double(min(quiet - idle, deadline - now)) / 1e9)
         }
     }
@@ -239,16 +241,20 @@ public final class ImageRepository: @unchecked Sendable {
     func waitForTransfers(queuedAt: UInt64) {
         let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
         while activeTransfers.load(ordering: .relaxed) > 0,
-              heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit {
+              heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit,
+              !flushing.load(ordering: .relaxed) {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else { return }
             Thread.sleep(forTimeInterval: min(0.005, Double(deadline - now) / 1e9))
         }
     }
 
-    /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost).
+    /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost); writes that
+    /// were waiting for a pause or for transfers to end go at once.
     public func flushDiskWrites() {
+        flushing.store(true, ordering: .relaxed)
         diskWrites.drain()
+        flushing.store(false, ordering: .relaxed)
     }
 
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
