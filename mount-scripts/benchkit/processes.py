@@ -123,13 +123,18 @@ def vmhwm_mib(pid):
     return None
 
 
+def machine_busy_seconds():
+    """CPU seconds all CPUs spent on anything but idling and waiting for I/O, since boot (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_snapshot():
     """(all CPUs' busy seconds, this run's processes' seconds, kernel threads' seconds): their differences over a
     repetition tell how much CPU other user-space processes took meanwhile (the machine should be quiet)."""
     tick = os.sysconf("SC_CLK_TCK")
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    busy = (sum(fields[:8]) - fields[3] - fields[4]) / tick  # all but idle and iowait
+    busy = machine_busy_seconds()
     processes = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

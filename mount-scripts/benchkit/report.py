@@ -14,6 +14,8 @@ from .processes import run_out
 # (key, label, unit, better, limit label)
 WORKLOADS = [
     ("cold-small", f"cold-small: {SMALL_READERS} readers, empty caches", "files/s", "higher", "curl"),
+    ("cold-small-cpu", "cold-small: CPU time of the whole machine per file (all processes and the kernel)", "µs",
+     "lower", "curl"),
     ("cold-large", f"cold-large: {LARGE_READERS} readers, empty caches", "MB/s", "higher", "curl"),
     ("warm-small-1st", "warm-small: again, at once (first pass)", "files/s", "higher", "tmpfs"),
     ("warm-small", "warm-small: passes 2–5 (median)", "files/s", "higher", "tmpfs"),

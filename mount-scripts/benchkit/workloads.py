@@ -12,7 +12,8 @@ import time
 from .settings import (
     DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE, SMALL_READERS,
     WARM_PASSES)
-from .processes import BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log
+from .processes import (
+    BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log, machine_busy_seconds)
 from .corpus import build_corpus, sha256_file
 from .origin import DelayLine, Origin
 from .reader import (
@@ -110,7 +111,9 @@ class Bench:
         times = []
         for _ in range(passes):
             try:
+                busy = machine_busy_seconds()
                 elapsed, done = read_all(paths, self.expected(rels), buffers, threads, self.timeout, cap)
+                self.last_cpu = machine_busy_seconds() - busy
             except ReadTimeout as error:
                 log(f"{system_name} {workload}: no result within {self.timeout} s")
                 self.results.add(system_name, workload, None)
@@ -158,9 +161,11 @@ class Bench:
                    "--config", config]
         self.commands.setdefault(f"curl --parallel-max {parallel}",
                                  " ".join(command) + "   # config: url = …/<file>, output = <tmpfs>/<n> per file")
+        busy = machine_busy_seconds()
         start = time.perf_counter()
         result = subprocess.run(command, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         elapsed = time.perf_counter() - start
+        self.last_cpu = machine_busy_seconds() - busy
         if result.returncode != 0:
             raise BenchFailure(f"curl failed: {result.stderr.decode(errors='replace')[:500]}")
         for index, rel in enumerate(rels):
@@ -221,6 +226,7 @@ class Bench:
         n = len(self.small)
         large_bytes = sum(self.manifest[r][0] for r in self.large)
         self.record("limit", "cold-small", n / self.curl_many(url, self.small, SMALL_READERS), "files/s (curl)")
+        self.record("limit", "cold-small-cpu", self.last_cpu / n * 1e6, "µs of CPU per file (curl)")
         self.record("limit", "cold-large", large_bytes / self.curl_many(url, self.large, LARGE_READERS) / MB,
                     "MB/s (curl)")
         small_paths = [os.path.join(self.corpus, r) for r in self.small]
@@ -283,6 +289,7 @@ class Bench:
                                    mount.abort, cap=self.cap)
             if done is None:
                 return
+            self.record(name, "cold-small-cpu", self.last_cpu / done * 1e6, "µs of CPU per file")
             # Later small-file rows read what the cold pass read (all of it unless it hit the cap).
             rels = self.small[:done]
             small = small[:done]
@@ -343,8 +350,11 @@ class Bench:
             mount = system.mount(url)
             try:
                 small = [mount.path(r) for r in self.small]
-                if self.timed_read(system.name, workload, small, self.small, self.small_buffers, SMALL_READERS,
-                                   "files", mount.abort, cap=self.cap) is not None:
+                done = self.timed_read(system.name, workload, small, self.small, self.small_buffers, SMALL_READERS,
+                                       "files", mount.abort, cap=self.cap)
+                if done is not None:
+                    if workload == "cold-small":
+                        self.record(system.name, "cold-small-cpu", self.last_cpu / done * 1e6, "µs of CPU per file")
                     mount.unmount()
             finally:
                 if is_mounted(mount.mountpoint):
