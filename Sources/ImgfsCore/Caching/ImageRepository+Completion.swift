@@ -44,7 +44,11 @@ extension ImageRepository {
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
         heldWriteBytes.add(held, ordering: .relaxed)
         diskWrites.submit { [self] in
-            if large { waitForQuietMoment(queuedAt: queuedAt) } else if held > 0 { waitForTransfers(queuedAt: queuedAt) }
+            if large {
+                waitForQuietMoment(queuedAt: queuedAt)
+            } else if held > 0 {
+                waitForTransfers(queuedAt: queuedAt)
+            }
             defer { heldWriteBytes.subtract(held, ordering: .relaxed) }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in

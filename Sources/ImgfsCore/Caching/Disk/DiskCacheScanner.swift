@@ -59,10 +59,11 @@ struct DiskCacheScanner {
             Thread.detachNewThread { [self] in
                 var part = Result()
                 while case let index = next.add(1, ordering: .relaxed).oldValue, index < subdirectories.count {
+                    let subdirectory = subdirectories[index]
                     do {
-                        try scan(subdirectories[index], into: &part)
+                        try scan(subdirectory, into: &part)
                     } catch {
-                        logger.warning("disk cache: skipping unreadable \(layout.subdirectory(named: subdirectories[index])): \(error)")
+                        logger.warning("disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
                     }
                 }
                 parts.withLock { [part] in $0.append(part) }
