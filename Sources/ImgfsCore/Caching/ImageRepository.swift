@@ -225,7 +225,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// docs/PERFORMANCE.md), only for running transfers (``waitForTransfers(queuedAt:)``).
     func waitForQuietMoment(queuedAt: UInt64) {
         let quiet = UInt64(max(0, configuration.diskWriteQuietPeriod) * 1e9)
-        let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+        let deadline = writeDeadline(queuedAt: queuedAt)
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
@@ -239,7 +239,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``Configuration/diskWriteHoldLimit``. During a burst of fetches the writes (file creates, renames, fsyncs:
     /// a quarter of the daemon's CPU) would take CPU time from the fetches and the readers; they follow the burst.
     func waitForTransfers(queuedAt: UInt64) {
-        let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+        let deadline = writeDeadline(queuedAt: queuedAt)
         while activeTransfers.load(ordering: .relaxed) > 0,
               heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit,
               !flushing.load(ordering: .relaxed) {
@@ -247,6 +247,11 @@ public final class ImageRepository: @unchecked Sendable {
             guard now < deadline else { return }
             Thread.sleep(forTimeInterval: min(0.005, Double(deadline - now) / 1e9))
         }
+    }
+
+    /// When a write queued at `queuedAt` stops waiting whatever happens (``Configuration/diskWriteMaxDelay`` later).
+    private func writeDeadline(queuedAt: UInt64) -> UInt64 {
+        queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
     }
 
     /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost); writes that

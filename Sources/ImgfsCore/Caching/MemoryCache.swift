@@ -1,4 +1,3 @@
-
 /// Complete images in memory, least recently used first out, within a budget of bytes.
 ///
 /// Guarantees: the bytes of the images it holds never exceed `budget` (an image larger than the budget is not kept);

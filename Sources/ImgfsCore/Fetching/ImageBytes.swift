@@ -21,8 +21,7 @@ public final class ImageBytes: @unchecked Sendable {
         var descriptor: Int32?
     }
 
-    private var unsafeStorage = Storage()
-    private let lock = NSLock()
+    private let storage = Locked(Storage())
     private static let minimumSegment = 64 * 1024
     private static let maximumSegment = 4 * 1024 * 1024
 
@@ -30,7 +29,7 @@ public final class ImageBytes: @unchecked Sendable {
     /// in the memory `memory` chooses for that size.
     public init(expectedCount: Int? = nil, memory: BodyMemory = .ordinary) {
         guard let expectedCount, expectedCount > 0 else { return }
-        withStorage { state in
+        storage.withLock { state in
             if let file = memory.make(expectedCount: expectedCount), let segment = file.grow(by: expectedCount) {
                 state.file = file
                 state.segments.append(segment)
@@ -49,13 +48,13 @@ public final class ImageBytes: @unchecked Sendable {
 
     deinit {
         // Mapped segments go with the file.
-        withStorage { $0.segments[$0.mappedSegments...].forEach { $0.deallocate() } }
+        storage.withLock { $0.segments[$0.mappedSegments...].forEach { $0.deallocate() } }
     }
 
     /// The descriptor of a file holding exactly these bytes, when they are all `size` of the image and they live in
     /// ``FileBackedMemory``; nil otherwise. The descriptor stays open while this object lives.
     public func completeDescriptor(size: Int) -> Int32? {
-        withStorage { state in
+        storage.withLock { state in
             guard let file = state.file, state.count == size, state.mappedSegments == state.segments.count else { return nil }
             if !state.finished {
                 state.finished = true
@@ -66,21 +65,20 @@ public final class ImageBytes: @unchecked Sendable {
     }
 
     /// How many bytes have been appended.
-    public var count: Int { withStorage { $0.count } }
+    public var count: Int { storage.withLock { $0.count } }
 
     /// Appends `bytes`. Only one thread may append.
     public func append(_ bytes: UnsafeRawBufferPointer) {
         var remaining = bytes[...]
         while !remaining.isEmpty {
-            let (target, used, file, offset) = withStorage { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?, Int) in
-                let lastIsOpen = !state.finished || state.segments.count > state.mappedSegments
+            let (target, used, file, offset) = storage.withLock { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?, Int) in
                 // Mapped segments are filled in order and all bytes before the last one's are in full ones, so a byte's
                 // offset in the file is its offset in the image.
                 let lastIsMapped = state.segments.count == state.mappedSegments
-                if lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
-                    return (last, state.lastUsed, lastIsMapped ? state.file : nil, state.count)
-                }
-                if !lastIsOpen, let last = state.segments.last, state.lastUsed < last.count {
+                if let last = state.segments.last, state.lastUsed < last.count {
+                    if !state.finished || !lastIsMapped {
+                        return (last, state.lastUsed, lastIsMapped ? state.file : nil, state.count)
+                    }
                     // A finished file's last part ends at the image's end: readers take segments as full.
                     state.segments[state.segments.count - 1] = UnsafeMutableRawBufferPointer(rebasing: last[..<state.lastUsed])
                 }
@@ -103,7 +101,7 @@ public final class ImageBytes: @unchecked Sendable {
                 UnsafeMutableRawBufferPointer(rebasing: target[used..<used + take]).copyMemory(from: piece)
             }
             remaining = remaining.dropFirst(take)
-            withStorage { state in
+            storage.withLock { state in
                 state.lastUsed += take
                 state.count += take
             }
@@ -112,7 +110,7 @@ public final class ImageBytes: @unchecked Sendable {
 
     /// Calls `body` with the buffers that hold bytes `offset ..< offset + count` (clamped to what has arrived).
     public func withSegments<Result>(offset: Int, count: Int, _ body: ([UnsafeRawBufferPointer]) throws -> Result) rethrows -> Result {
-        let pieces = withStorage { state -> [UnsafeRawBufferPointer] in
+        let pieces = storage.withLock { state -> [UnsafeRawBufferPointer] in
             var pieces: [UnsafeRawBufferPointer] = []
             var start = 0
             let end = count > state.count - offset ? state.count : offset + count
@@ -127,12 +125,6 @@ public final class ImageBytes: @unchecked Sendable {
             return pieces
         }
         return try body(pieces)
-    }
-
-    private func withStorage<Result>(_ body: (inout Storage) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&unsafeStorage)
     }
 
     /// A copy of bytes `offset ..< offset + count` (clamped), for callers that want an array.

@@ -1,4 +1,3 @@
-
 /// What an inode stands for.
 public enum Node: Hashable, Sendable {
     /// The mount root.

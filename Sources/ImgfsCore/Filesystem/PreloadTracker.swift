@@ -1,4 +1,3 @@
-
 /// Which image inodes the kernel was handed the bytes of with an open (``ImageFilesystem/OpenFile/preload``), and a
 /// generation per inode that a change of content bumps.
 ///
