@@ -20,19 +20,7 @@ struct PassthroughTests {
         deinit { close(descriptor) }
 
         /// Everything from offset 0, or the errno.
-        func readAll() -> Result<[UInt8], Errno> { Self.readAll(descriptor) }
-
-        /// Everything from offset 0 of `descriptor`, or the errno.
-        static func readAll(_ descriptor: Int32) -> Result<[UInt8], Errno> {
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count)) }
-                if count < 0 { return .failure(Errno(errno)) }
-                if count == 0 { return .success(bytes) }
-                bytes += buffer[..<count]
-            }
-        }
+        func readAll() -> Result<[UInt8], Errno> { PosixFile.readAll(descriptor) }
 
         /// The file's bytes through a shared read-only mapping (as image viewers read), or nil when mmap failed.
         func mapped(count: Int) -> [UInt8]? {
@@ -57,7 +45,7 @@ struct PassthroughTests {
         let descriptor = file.descriptor
         mount.process.signal(SIGSTOP)
         DispatchQueue.global().async {
-            let bytes = OpenFile.readAll(descriptor)
+            let bytes = PosixFile.readAll(descriptor)
             result.withLock { $0 = bytes }
             done.signal()
         }

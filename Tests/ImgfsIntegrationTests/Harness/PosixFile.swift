@@ -17,10 +17,15 @@ enum PosixFile {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return .failure(Errno(errno)) }
         defer { close(descriptor) }
+        return readAll(descriptor)
+    }
+
+    /// Everything from offset 0 of an open `descriptor` (whatever its file position), or the errno.
+    static func readAll(_ descriptor: Int32) -> Result<[UInt8], Errno> {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count)) }
             if count < 0 { return .failure(Errno(errno)) }
             if count == 0 { return .success(bytes) }
             bytes += buffer[..<count]
