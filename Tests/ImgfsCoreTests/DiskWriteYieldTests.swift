@@ -40,6 +40,29 @@ struct DiskWriteYieldTests {
         #expect(disk.record(forKey: url.cacheKey)?.size == 3)
     }
 
+    @Test("a large write that has begun pauses when requests come back, before its next step")
+    func pausesBetweenSteps() {
+        let repository = repository(quiet: 0.25, maxDelay: 30)
+        let stepTimes = Mutex<[Int: Date]>([:])
+        disk.beforeStep.withLock {
+            $0 = { index in
+                stepTimes.withLock { $0[index] = Date() }
+                if index == 1 { repository.read(self.url, offset: 0, count: 1) { _ in } }
+            }
+        }
+        _ = repository.prepare(url)
+        fetcher.respond(0, body: [1, 2, 3])
+        let end = Date().addingTimeInterval(10)
+        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        let times = stepTimes.withLock { $0 }
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written once the requests paused")
+        guard let second = times[1], let third = times[2] else {
+            Issue.record("the fake disk saw no steps: \(times)")
+            return
+        }
+        #expect(third.timeIntervalSince(second) >= 0.2, "the read between steps 1 and 2 paused the write")
+    }
+
     @Test("a small body is written at once, however busy the readers")
     func smallAtOnce() {
         var configuration = ImageRepository.Configuration()

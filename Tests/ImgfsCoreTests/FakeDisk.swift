@@ -17,7 +17,16 @@ final class FakeDisk: DiskCaching, @unchecked Sendable {
     var recordReads: Int { reads.withLock { $0 } }
     func resetRecordReads() { reads.withLock { $0 = 0 } }
 
-    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
+    /// Called with the step's index before the fake's `pace` call for each byte of a stored body (tests that watch a
+    /// write's steps set it).
+    let beforeStep = Mutex<(@Sendable (Int) -> Void)?>(nil)
+
+    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord {
+        let hook = beforeStep.withLock { $0 }
+        for index in body.indices {
+            hook?(index)
+            pace()
+        }
         entries.withLock { $0[record.key] = (record, Array(body), false) }
         return record
     }

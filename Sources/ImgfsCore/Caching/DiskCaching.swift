@@ -7,8 +7,10 @@ import Foundation
 /// is corrupt (the entry is then gone).
 public protocol DiskCaching: Sendable {
     func record(forKey key: String) -> CacheRecord?
+    /// Stores `body` under `record.key`; `pace` is called before each step of the work (a checksum or a write of
+    /// at most about 1 MiB, the final sync) and may wait, so that a long write can make way for readers.
     @discardableResult
-    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord
+    func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord
     func read(key: String, offset: Int, count: Int) throws -> [UInt8]
     func readAll(key: String) throws -> [UInt8]
     func update(_ record: CacheRecord) throws
@@ -20,6 +22,14 @@ public protocol DiskCaching: Sendable {
     var totalBytes: Int { get }
     var count: Int { get }
     var evictionCount: Int { get }
+}
+
+extension DiskCaching {
+    /// ``store(_:body:pace:)`` without pauses.
+    @discardableResult
+    public func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
+        try store(record, body: body, pace: {})
+    }
 }
 
 extension CacheRecord {

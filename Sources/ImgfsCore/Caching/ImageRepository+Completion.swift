@@ -44,19 +44,18 @@ extension ImageRepository {
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
         heldWriteBytes.add(held, ordering: .relaxed)
         diskWrites.submit { [self] in
-            if large {
-                waitForQuietMoment(queuedAt: queuedAt)
-            } else if held > 0 {
-                waitForTransfers(queuedAt: queuedAt)
-            }
+            if held > 0 { waitForTransfers(queuedAt: queuedAt) }
             defer { heldWriteBytes.subtract(held, ordering: .relaxed) }
+            // A large body waits for a pause in the requests before each step of its checksum and write, not only
+            // before the first: readers that come back while it is being written get the machine back within a step.
+            let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
                     if pieces.count == 1 {
-                        try disk.store(record, body: pieces[0])
+                        try disk.store(record, body: pieces[0], pace: pace)
                     } else {
                         let whole = pieces.flatMap { Array($0) }
-                        try whole.withUnsafeBytes { _ = try disk.store(record, body: $0) }
+                        try whole.withUnsafeBytes { _ = try disk.store(record, body: $0, pace: pace) }
                     }
                 }
             } catch DiskCacheError.noSpace {

@@ -217,9 +217,9 @@ public final class ImageRepository: @unchecked Sendable {
         logger.info("evicted", metadata: ["url": "\(url.withoutFragment)"])
     }
 
-    /// On the disk-write thread, before writing a large body: waits until no request has come for
-    /// ``Configuration/diskWriteQuietPeriod``, or ``Configuration/diskWriteMaxDelay`` has passed since the write was
-    /// queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
+    /// On the disk-write thread, before each step of a large body's checksum and write: waits until no request has
+    /// come for ``Configuration/diskWriteQuietPeriod``, or ``Configuration/diskWriteMaxDelay`` has passed since the
+    /// write was queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
     /// those reads for memory bandwidth. Small bodies do not wait for a pause (holding them back while reads came
     /// left the CPUs idle between requests, and in a VM waking an idle CPU made every small-file request slower:
     /// docs/PERFORMANCE.md), only for running transfers (``waitForTransfers(queuedAt:)``).

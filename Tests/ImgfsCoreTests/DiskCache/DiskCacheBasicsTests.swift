@@ -48,6 +48,20 @@ struct DiskCacheBasicsTests {
         #expect(try #require(cache.record(forKey: stored.key)).lastAccess > stored.lastAccess, "reads count as use")
     }
 
+    @Test("a store calls its pace before each step of the checksum and the write, and before the sync")
+    func pacedStore() throws {
+        let fixture = try DiskCacheFixture()
+        defer { fixture.remove() }
+        let cache = try fixture.open(durable: true, paceStep: 4)
+        let url = "http://127.0.0.1/paced.png"
+        let body = DiskCacheFixture.body(10)
+        var paces = 0
+        let stored = try body.withUnsafeBytes { try cache.store(DiskCacheFixture.record(url), body: $0, pace: { paces += 1 }) }
+        #expect(paces == 3 + 3 + 1, "3 checksum steps, 3 write steps, 1 sync")
+        #expect(stored.checksum == DiskCacheCRC32.checksum(body))
+        #expect(try cache.readAll(key: DiskCacheFixture.key(url)) == body)
+    }
+
     @Test("records and bodies survive a restart; the first read verifies and then reads")
     func restart() throws {
         let fixture = try DiskCacheFixture()

@@ -20,9 +20,10 @@ struct DiskCacheFixture {
 
     /// A cache on the directory (not fsyncing unless `durable`, to keep tests fast).
     func open(sizeLimit: Int = 1 << 30, durable: Bool = false, now: (@Sendable () -> Date)? = nil,
-              writeFault: (@Sendable (String) -> Int32?)? = nil) throws -> DiskCache {
+              writeFault: (@Sendable (String) -> Int32?)? = nil, paceStep: Int? = nil) throws -> DiskCache {
         var options = DiskCacheOptions()
         options.durable = durable
+        if let paceStep { options.paceStep = paceStep }
         if let now { options.now = now }
         options.writeFault = writeFault
         return try DiskCache(directory: directory, sizeLimit: sizeLimit, logger: Self.logger, options: options)

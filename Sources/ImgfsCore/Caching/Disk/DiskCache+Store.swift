@@ -22,15 +22,23 @@ extension DiskCache {
     /// `fsync`), so a crash leaves the old entry or the new one. Least recently used entries are evicted so that the
     /// total stays within ``sizeLimit``; the new entry is never evicted for that, but a body larger than the limit
     /// is not kept at all (any older entry with its key is removed, and the returned record is not stored).
+    ///
+    /// `pace` is called before each step of at most ``DiskCacheOptions/paceStep`` bytes of the checksum and of the
+    /// body's write, and before its sync; it may wait (the write lock is held from the first write on, so removals
+    /// wait with it).
     /// - Throws: ``DiskCacheError/noSpace`` or ``DiskCacheError/io(_:)`` when writing fails (the previous entry, if
     ///   any, is left as it was unless the failure came after the new record was renamed into place, in which case
     ///   neither remains), ``DiskCacheError/invalidKey(_:)`` for a malformed key. No partial file remains.
     @discardableResult
-    public func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {
+    public func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord {
         guard let key = DiskCacheKey(record.key) else { throw DiskCacheError.invalidKey(record.key) }
         var stored = record
         stored.size = body.count
-        stored.checksum = DiskCacheCRC32.checksum(body)
+        stored.checksum = 0
+        for step in steps(of: body) {
+            pace()
+            stored.checksum = DiskCacheCRC32.update(stored.checksum, with: step)
+        }
         stored.lastAccess = options.now()
         let meta = try Self.encode(stored)
         try withWriteLock {
@@ -41,7 +49,7 @@ extension DiskCache {
             }
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
             _removeFiles(of: victims)
-            try _writeEntry(stored, key: key, body: body, meta: meta, previous: previous)
+            try _writeEntry(stored, key: key, body: body, meta: meta, previous: previous, pace: pace)
             let entry = DiskCacheEntry(key: key, size: stored.size, checksum: stored.checksum,
                                        lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
                                        expiresAt: stored.expiresAt, loaded: DiskCacheLoadedRecord(stored),
@@ -96,12 +104,12 @@ extension DiskCache {
 
     /// Commits the body, then the record, of `stored`; on failure removes what it wrote.
     private func _writeEntry(_ stored: CacheRecord, key: DiskCacheKey, body: UnsafeRawBufferPointer, meta: [UInt8],
-                             previous: DiskCacheEntry?) throws {
+                             previous: DiskCacheEntry?, pace: () -> Void) throws {
         let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
         let dataIsNew = previous?.checksum != stored.checksum
         do {
             try _prepareSubdirectory(for: key)
-            try _replaceFile(at: dataPath, key: key, with: body)
+            try _replaceFile(at: dataPath, key: key, with: body, pace: pace)
         } catch let failure as DiskCacheCommitFailure {
             if failure.committed && dataIsNew { _removeFile(dataPath) }
             throw failure.error
@@ -121,9 +129,11 @@ extension DiskCache {
         }
     }
 
-    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory.
+    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory;
+    /// `pace` before each step of the write and before the sync.
     /// - Throws: ``DiskCacheCommitFailure``; the temporary file is removed whenever the rename did not happen.
-    func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer) throws {
+    func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer,
+                      pace: () -> Void = {}) throws {
         let temporary = layout.temporaryPath(for: key)
         do {
             let fd = try DiskCacheIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
@@ -133,8 +143,14 @@ extension DiskCache {
                                              path: temporary)
                     throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
                 }
-                try DiskCacheIO.writeAll(fd, bytes, path: temporary)
-                if options.durable { try DiskCacheIO.fsync(fd, path: temporary) }
+                for step in steps(of: bytes) {
+                    pace()
+                    try DiskCacheIO.writeAll(fd, step, path: temporary)
+                }
+                if options.durable {
+                    pace()
+                    try DiskCacheIO.fsync(fd, path: temporary)
+                }
             } catch {
                 try? DiskCacheIO.close(fd, path: temporary)
                 throw error
@@ -150,6 +166,14 @@ extension DiskCache {
             try DiskCacheIO.fsyncDirectory(layout.subdirectory(for: key))
         } catch {
             throw DiskCacheCommitFailure(error: error.diskCacheError, committed: true)
+        }
+    }
+
+    /// `bytes` in consecutive pieces of at most ``DiskCacheOptions/paceStep`` bytes.
+    private func steps(of bytes: UnsafeRawBufferPointer) -> [UnsafeRawBufferPointer] {
+        let step = max(1, options.paceStep)
+        return stride(from: 0, to: bytes.count, by: step).map {
+            UnsafeRawBufferPointer(rebasing: bytes[$0..<min(bytes.count, $0 + step)])
         }
     }
 

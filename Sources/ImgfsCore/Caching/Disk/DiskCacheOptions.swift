@@ -7,6 +7,8 @@ struct DiskCacheOptions: Sendable {
     var durable = true
     /// How often at most an entry's last use is written to disk (as its data file's modification time).
     var accessPersistInterval: TimeInterval = 60
+    /// The largest step of a body's checksum or write between two calls of a store's `pace`.
+    var paceStep = 1 << 20
     /// The clock used for last-use times.
     var now: @Sendable () -> Date = { Date() }
     /// Called with the final path before each file is written; an errno it returns makes the write fail with that
