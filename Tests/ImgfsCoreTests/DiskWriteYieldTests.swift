@@ -63,6 +63,20 @@ struct DiskWriteYieldTests {
         #expect(third.timeIntervalSince(second) >= 0.2, "the read between steps 1 and 2 paused the write")
     }
 
+    @Test("a large write also waits while another transfer runs (readers blocked on it make no requests)")
+    func largeWaitsForTransfers() {
+        let repository = repository(quiet: 0.05, maxDelay: 30)
+        _ = repository.prepare(url)
+        _ = repository.prepare(other)
+        fetcher.respond(0, body: [1, 2, 3])
+        Thread.sleep(forTimeInterval: 0.4)
+        #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs, though no request came")
+        fetcher.respond(1, body: [4, 5, 6, 7])
+        let end = Date().addingTimeInterval(10)
+        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written once the transfer ended, without a flush")
+    }
+
     @Test("a small body is written at once, however busy the readers")
     func smallAtOnce() {
         var configuration = ImageRepository.Configuration()

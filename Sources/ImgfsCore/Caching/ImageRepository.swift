@@ -29,8 +29,8 @@ public final class ImageRepository: @unchecked Sendable {
         public var minimumFreshness: TimeInterval = 1
         /// What a body must satisfy (size cap, image signature).
         public var limits = Download.Limits()
-        /// Background writes of large bodies yield to readers: a write of more than `diskWriteYieldSize` bytes waits
-        /// until no request has come for `diskWriteQuietPeriod`…
+        /// Background writes of large bodies yield to readers: a write of more than `diskWriteYieldSize` bytes waits,
+        /// before each step, until no request has come for `diskWriteQuietPeriod` and no transfer runs…
         public var diskWriteYieldSize = 1 << 20
         public var diskWriteQuietPeriod: TimeInterval = 0.05
         /// …but never longer than this after it was queued (which bounds what waiting writes hold in memory).
@@ -218,8 +218,9 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     /// On the disk-write thread, before each step of a large body's checksum and write: waits until no request has
-    /// come for ``Configuration/diskWriteQuietPeriod``, or ``Configuration/diskWriteMaxDelay`` has passed since the
-    /// write was queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
+    /// come for ``Configuration/diskWriteQuietPeriod`` and no transfer is running (readers waiting for a transfer's
+    /// bytes make no requests meanwhile), or ``Configuration/diskWriteMaxDelay`` has passed since the write was
+    /// queued. Large images just fetched are often read again at once, and writing tens of megabytes competes with
     /// those reads for memory bandwidth. Small bodies do not wait for a pause (holding them back while reads came
     /// left the CPUs idle between requests, and in a VM waking an idle CPU made every small-file request slower:
     /// docs/PERFORMANCE.md), only for running transfers (``waitForTransfers(queuedAt:)``).
@@ -229,8 +230,10 @@ public final class ImageRepository: @unchecked Sendable {
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
-            guard idle < quiet, now < deadline, !flushing.load(ordering: .relaxed) else { return }
-            Thread.sleep(forTimeInterval: Double(min(quiet - idle, deadline - now)) / 1e9)
+            let transfers = activeTransfers.load(ordering: .relaxed) > 0
+            guard idle < quiet || transfers, now < deadline, !flushing.load(ordering: .relaxed) else { return }
+            let pause = idle < quiet ? quiet - idle : 5_000_000
+            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)
         }
     }
 
