@@ -8,7 +8,7 @@ import threading
 import time
 
 from .settings import FIRST_BYTES
-from .processes import BenchFailure
+from .processes import BenchFailure, machine_busy_seconds
 
 
 class Buffers:
@@ -31,10 +31,11 @@ class ReadErrors(Exception):
     differ from the original are a BenchFailure instead: they end the run."""
 
 
-def read_all(paths, expected, buffers, threads, timeout, stop_after=None):
+def read_all(paths, expected, buffers, threads, timeout, stop_after=None, cpu=None):
     """Reads every path with `threads` threads (each takes the next path); returns (wall time in seconds, files
     read). With stop_after (seconds), no new file is started after that time: the files read are then the first n.
-    expected: [(size, sha256)]; the bytes are checked after the clock stops: any difference fails the run."""
+    expected: [(size, sha256)]; the bytes are checked after the clock stops: any difference fails the run. With cpu
+    (a list), the CPU seconds the whole machine spent while the clock ran are appended to it."""
     count = len(paths)
     counter = itertools.count()
     errors = []
@@ -74,12 +75,15 @@ def read_all(paths, expected, buffers, threads, timeout, stop_after=None):
         w.start()
     if stop_after is not None:
         stop_at[0] = time.monotonic() + stop_after
+    busy = machine_busy_seconds()
     barrier.wait()
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
     for w in workers:
         w.join(max(0.0, deadline - time.monotonic()))
     elapsed = time.perf_counter() - start
+    if cpu is not None:
+        cpu.append(machine_busy_seconds() - busy)
     if any(w.is_alive() for w in workers):
         raise ReadTimeout(workers)
     if errors:
