@@ -69,8 +69,9 @@ struct PrefetchTests {
         return "\(mount.mountPoint)/\(form.relativePath)"
     }
 
-    @Test("a list file: one request per URL, the 404 and the HTML page reported, exit 1; later reads hit the cache")
-    func listFile() throws {
+    /// An origin serving a ``Batch``, a fresh mount, and the batch's list file in the mount's root: `body` gets
+    /// them; the origin and the mount are stopped when it returns or throws.
+    private func withBatch(_ body: (TestOrigin, Batch, MountedImgfs, _ list: String) throws -> Void) throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
         let batch = try Batch(origin: origin)
@@ -78,60 +79,61 @@ struct PrefetchTests {
         defer { mount.stop() }
         let list = "\(mount.root)/list.txt"
         try batch.listText.write(toFile: list, atomically: true, encoding: .utf8)
-        #expect(try path(of: batch.longURL, in: mount).contains("/img/~"), "the long URL needs a digest name")
+        try body(origin, batch, mount, list)
+    }
 
-        let run = try ChildProcess.run(MountedImgfs.binary, ["prefetch", mount.mountPoint, list])
-        #expect(run.status == 1, "\(run.output)")
-        let lines = run.output.split(separator: "\n").map(String.init)
-        #expect(lines.filter { $0.hasPrefix("failed: ") } == batch.failureLines)
-        #expect(lines.last?.hasPrefix(batch.summaryStart) == true, "\(run.output)")
-        #expect(lines.last?.hasSuffix("MiB/s), 2 failed") == true, "\(run.output)")
-        for path in batch.paths {
-            #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) requested once")
-        }
-        #expect(origin.totalRequests == batch.urls.count)
+    @Test("a list file: one request per URL, the 404 and the HTML page reported, exit 1; later reads hit the cache")
+    func listFile() throws {
+        try withBatch { origin, batch, mount, list in
+            #expect(try path(of: batch.longURL, in: mount).contains("/img/~"), "the long URL needs a digest name")
 
-        for (url, _, body) in batch.good {
-            #expect(PosixFile.read(try path(of: url, in: mount)) == .success(body), "\(url.prefix(60)) read again")
+            let run = try ChildProcess.run(MountedImgfs.binary, ["prefetch", mount.mountPoint, list])
+            #expect(run.status == 1, "\(run.output)")
+            let lines = run.output.split(separator: "\n").map(String.init)
+            #expect(lines.filter { $0.hasPrefix("failed: ") } == batch.failureLines)
+            #expect(lines.last?.hasPrefix(batch.summaryStart) == true, "\(run.output)")
+            #expect(lines.last?.hasSuffix("MiB/s), 2 failed") == true, "\(run.output)")
+            for path in batch.paths {
+                #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) requested once")
+            }
+            #expect(origin.totalRequests == batch.urls.count)
+
+            for (url, _, body) in batch.good {
+                #expect(PosixFile.read(try path(of: url, in: mount)) == .success(body), "\(url.prefix(60)) read again")
+            }
+            #expect(origin.totalRequests == batch.urls.count, "reading the prefetched images made no request")
         }
-        #expect(origin.totalRequests == batch.urls.count, "reading the prefetched images made no request")
     }
 
     @Test("the list on stdin, then --json: the same counts, and the good images are not requested again")
     func standardInputAndJSON() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        let batch = try Batch(origin: origin)
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let list = "\(mount.root)/list.txt"
-        try batch.listText.write(toFile: list, atomically: true, encoding: .utf8)
+        try withBatch { origin, batch, mount, list in
+            let pipeline = "cat '\(list)' | '\(MountedImgfs.binary)' prefetch '\(mount.mountPoint)' -"
+            let piped = try ChildProcess.run("/bin/sh", ["-c", pipeline])
+            #expect(piped.status == 1, "\(piped.output)")
+            let failureLines = piped.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }.map(String.init)
+            #expect(failureLines == batch.failureLines)
+            #expect(summaryLine(piped.output)?.hasPrefix(batch.summaryStart) == true, "\(piped.output)")
+            #expect(origin.totalRequests == batch.urls.count)
 
-        let pipeline = "cat '\(list)' | '\(MountedImgfs.binary)' prefetch '\(mount.mountPoint)' -"
-        let piped = try ChildProcess.run("/bin/sh", ["-c", pipeline])
-        #expect(piped.status == 1, "\(piped.output)")
-        let failureLines = piped.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }.map(String.init)
-        #expect(failureLines == batch.failureLines)
-        #expect(summaryLine(piped.output)?.hasPrefix(batch.summaryStart) == true, "\(piped.output)")
-        #expect(origin.totalRequests == batch.urls.count)
-
-        let json = try ChildProcess.run(MountedImgfs.binary,
-                                        ["prefetch", "--json", "--concurrency", "4", mount.mountPoint, list])
-        #expect(json.status == 1, "\(json.output)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any],
-                                  "\(json.output)")
-        #expect(object["total"] as? Int == batch.urls.count)
-        #expect(object["succeeded"] as? Int == batch.good.count)
-        #expect(object["failed"] as? Int == 2)
-        #expect(object["bytes"] as? Int == batch.goodBytes)
-        #expect((object["seconds"] as? Double).map { $0 >= 0 && $0 < 30 } == true)
-        let failures = try #require(object["failures"] as? [[String: String]])
-        #expect(failures == [["url": batch.missing, "error": "No such file or directory"],
-                             ["url": batch.page, "error": "Wrong medium type"]])
-        for (_, path, _) in batch.good {
-            #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) came from the cache on the later runs")
+            let json = try ChildProcess.run(MountedImgfs.binary,
+                                            ["prefetch", "--json", "--concurrency", "4", mount.mountPoint, list])
+            #expect(json.status == 1, "\(json.output)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any],
+                                      "\(json.output)")
+            #expect(object["total"] as? Int == batch.urls.count)
+            #expect(object["succeeded"] as? Int == batch.good.count)
+            #expect(object["failed"] as? Int == 2)
+            #expect(object["bytes"] as? Int == batch.goodBytes)
+            #expect((object["seconds"] as? Double).map { $0 >= 0 && $0 < 30 } == true)
+            let failures = try #require(object["failures"] as? [[String: String]])
+            #expect(failures == [["url": batch.missing, "error": "No such file or directory"],
+                                 ["url": batch.page, "error": "Wrong medium type"]])
+            for (_, path, _) in batch.good {
+                #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) came from the cache on the later runs")
+            }
+            #expect(origin.requestCount("/missing.png") == 1, "the 404 is remembered")
         }
-        #expect(origin.requestCount("/missing.png") == 1, "the 404 is remembered")
     }
 
     @Test("slow URLs are read in parallel on --concurrency threads")
