@@ -46,8 +46,9 @@ extension ImageRepository {
         diskWrites.submit { [self] in
             if held > 0 { waitForTransfers(queuedAt: queuedAt) }
             defer { heldWriteBytes.subtract(held, ordering: .relaxed) }
-            // A large body waits for a pause in the requests before each step of its checksum and write, not only
-            // before the first: readers that come back while it is being written get the machine back within a step.
+            // A large body waits for a pause in the requests, with no transfer running, before each step of its
+            // checksum and write, not only before the first: readers that come back while it is being written get
+            // the machine back within a step.
             let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
