@@ -62,6 +62,34 @@ struct DiskCacheBasicsTests {
         #expect(try cache.readAll(key: DiskCacheFixture.key(url)) == body)
     }
 
+    @Test("a store's pauses hold no lock: a removal finishes while the store waits in its write")
+    func pacedStoreHoldsNoLock() throws {
+        let fixture = try DiskCacheFixture()
+        defer { fixture.remove() }
+        let cache = try fixture.open(paceStep: 4)
+        let other = DiskCacheFixture.key("http://127.0.0.1/other.png")
+        try cache.store(DiskCacheFixture.record("http://127.0.0.1/other.png"), body: DiskCacheFixture.body(8))
+        let url = "http://127.0.0.1/paced.png"
+        let body = DiskCacheFixture.body(10)
+        var paces = 0
+        var removedDuringPause = false
+        try body.withUnsafeBytes { bytes in
+            _ = try cache.store(DiskCacheFixture.record(url), body: bytes, pace: {
+                paces += 1
+                guard paces == 5 else { return }  // the second step of the write (after 3 of the checksum)
+                let done = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    cache.remove(key: other)
+                    done.signal()
+                }
+                removedDuringPause = done.wait(timeout: .now() + 2) == .success
+            })
+        }
+        #expect(removedDuringPause, "the removal did not wait for the store")
+        #expect(cache.record(forKey: other) == nil)
+        #expect(try cache.readAll(key: DiskCacheFixture.key(url)) == body)
+    }
+
     @Test("records and bodies survive a restart; the first read verifies and then reads")
     func restart() throws {
         let fixture = try DiskCacheFixture()

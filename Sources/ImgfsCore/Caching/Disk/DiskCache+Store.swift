@@ -24,8 +24,8 @@ extension DiskCache {
     /// is not kept at all (any older entry with its key is removed, and the returned record is not stored).
     ///
     /// `pace` is called before each step of at most ``DiskCacheOptions/paceStep`` bytes of the checksum and of the
-    /// body's write, and before its sync; it may wait (the write lock is held from the first write on, so removals
-    /// wait with it).
+    /// body's write, and before its sync; it may wait. The body goes to its temporary file before the write lock is
+    /// taken, so such waits hold up no removal or update.
     /// - Throws: ``DiskCacheError/noSpace`` or ``DiskCacheError/io(_:)`` when writing fails (the previous entry, if
     ///   any, is left as it was unless the failure came after the new record was renamed into place, in which case
     ///   neither remains), ``DiskCacheError/invalidKey(_:)`` for a malformed key. No partial file remains.
@@ -41,15 +41,23 @@ extension DiskCache {
         }
         stored.lastAccess = options.now()
         let meta = try Self.encode(stored)
+        guard body.count <= sizeLimit else {
+            logger.debug("disk cache: \(body.count) bytes exceed the limit of \(sizeLimit); not kept")
+            withWriteLock { _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? []) }
+            return stored
+        }
+        let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
+        let bodyFile: String
+        do {
+            try _prepareSubdirectory(for: key)
+            bodyFile = try _writeTemporaryFile(for: key, finalPath: dataPath, bytes: body, pace: pace)
+        } catch let failure as DiskCacheCommitFailure {
+            throw failure.error
+        }
         try withWriteLock {
-            guard body.count <= sizeLimit else {
-                logger.debug("disk cache: \(body.count) bytes exceed the limit of \(sizeLimit); not kept")
-                _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? [])
-                return
-            }
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
             _removeFiles(of: victims)
-            try _writeEntry(stored, key: key, body: body, meta: meta, previous: previous, pace: pace)
+            try _writeEntry(stored, key: key, bodyFile: bodyFile, dataPath: dataPath, meta: meta, previous: previous)
             let entry = DiskCacheEntry(key: key, size: stored.size, checksum: stored.checksum,
                                        lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
                                        expiresAt: stored.expiresAt, loaded: DiskCacheLoadedRecord(stored),
@@ -102,14 +110,13 @@ extension DiskCache {
 
     // MARK: - Writing files (write lock held)
 
-    /// Commits the body, then the record, of `stored`; on failure removes what it wrote.
-    private func _writeEntry(_ stored: CacheRecord, key: DiskCacheKey, body: UnsafeRawBufferPointer, meta: [UInt8],
-                             previous: DiskCacheEntry?, pace: () -> Void) throws {
-        let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
+    /// Commits the body (already written and synced to `bodyFile`), then the record, of `stored`; on failure removes
+    /// what it wrote, `bodyFile` included.
+    private func _writeEntry(_ stored: CacheRecord, key: DiskCacheKey, bodyFile: String, dataPath: String,
+                             meta: [UInt8], previous: DiskCacheEntry?) throws {
         let dataIsNew = previous?.checksum != stored.checksum
         do {
-            try _prepareSubdirectory(for: key)
-            try _replaceFile(at: dataPath, key: key, with: body, pace: pace)
+            try _commitTemporaryFile(bodyFile, to: dataPath, key: key)
         } catch let failure as DiskCacheCommitFailure {
             if failure.committed && dataIsNew { _removeFile(dataPath) }
             throw failure.error
@@ -129,16 +136,23 @@ extension DiskCache {
         }
     }
 
-    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory;
-    /// `pace` before each step of the write and before the sync.
+    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory.
     /// - Throws: ``DiskCacheCommitFailure``; the temporary file is removed whenever the rename did not happen.
-    func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer,
-                      pace: () -> Void = {}) throws {
+    func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer) throws {
+        let temporary = try _writeTemporaryFile(for: key, finalPath: path, bytes: bytes, pace: {})
+        try _commitTemporaryFile(temporary, to: path, key: key)
+    }
+
+    /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it; `pace` before each step of the
+    /// write and before the sync. Returns the file's path. (`finalPath` is where it is going, for the write fault.)
+    /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
+    private func _writeTemporaryFile(for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer,
+                                     pace: () -> Void) throws -> String {
         let temporary = layout.temporaryPath(for: key)
         do {
             let fd = try DiskCacheIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             do {
-                if let code = options.writeFault?(path) {
+                if let code = options.writeFault?(finalPath) {
                     try DiskCacheIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)),
                                              path: temporary)
                     throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
@@ -156,6 +170,17 @@ extension DiskCache {
                 throw error
             }
             try DiskCacheIO.close(fd, path: temporary)
+        } catch {
+            _removeFile(temporary)
+            throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
+        }
+        return temporary
+    }
+
+    /// Renames the synced `temporary` file to `path` and syncs the directory.
+    /// - Throws: ``DiskCacheCommitFailure``; `temporary` is removed whenever the rename did not happen.
+    private func _commitTemporaryFile(_ temporary: String, to path: String, key: DiskCacheKey) throws {
+        do {
             try DiskCacheIO.rename(temporary, to: path)
         } catch {
             _removeFile(temporary)
