@@ -226,14 +226,11 @@ public final class ImageRepository: @unchecked Sendable {
     /// docs/PERFORMANCE.md), only for running transfers (``waitForTransfers(queuedAt:)``).
     func waitForQuietMoment(queuedAt: UInt64) {
         let quiet = UInt64(max(0, configuration.diskWriteQuietPeriod) * 1e9)
-        let deadline = writeDeadline(queuedAt: queuedAt)
-        while true {
+        waitWhileBusy(queuedAt: queuedAt) {
             let now = DispatchTime.now().uptimeNanoseconds
             let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
-            let transfers = activeTransfers.load(ordering: .relaxed) > 0
-            guard idle < quiet || transfers, now < deadline, !flushing.load(ordering: .relaxed) else { return }
-            let pause = idle < quiet ? quiet - idle : 5_000_000
-            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)
+            if idle < quiet { return quiet - idle }
+            return activeTransfers.load(ordering: .relaxed) > 0 ? Self.transferPoll : nil
         }
     }
 
@@ -242,19 +239,24 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``Configuration/diskWriteHoldLimit``. During a burst of fetches the writes (file creates, renames, fsyncs:
     /// a quarter of the daemon's CPU) would take CPU time from the fetches and the readers; they follow the burst.
     func waitForTransfers(queuedAt: UInt64) {
-        let deadline = writeDeadline(queuedAt: queuedAt)
-        while activeTransfers.load(ordering: .relaxed) > 0,
-              heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit,
-              !flushing.load(ordering: .relaxed) {
-            let now = DispatchTime.now().uptimeNanoseconds
-            guard now < deadline else { return }
-            Thread.sleep(forTimeInterval: min(0.005, Double(deadline - now) / 1e9))
+        waitWhileBusy(queuedAt: queuedAt) {
+            activeTransfers.load(ordering: .relaxed) > 0
+                && heldWriteBytes.load(ordering: .relaxed) <= configuration.diskWriteHoldLimit ? Self.transferPoll : nil
         }
     }
 
-    /// When a write queued at `queuedAt` stops waiting whatever happens (``Configuration/diskWriteMaxDelay`` later).
-    private func writeDeadline(queuedAt: UInt64) -> UInt64 {
-        queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+    /// How often a write waiting for transfers to end looks again (nanoseconds).
+    private static let transferPoll: UInt64 = 5_000_000
+
+    /// The waiting both rules share: sleeps for as long as `busy` says (nanoseconds; nil: the write may go), until
+    /// ``Configuration/diskWriteMaxDelay`` after `queuedAt` or until a flush begins.
+    private func waitWhileBusy(queuedAt: UInt64, _ busy: () -> UInt64?) {
+        let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
+        while !flushing.load(ordering: .relaxed), let pause = busy() {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return }
+            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)
+        }
     }
 
     /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost); writes that
