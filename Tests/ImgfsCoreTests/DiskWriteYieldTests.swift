@@ -29,6 +29,12 @@ struct DiskWriteYieldTests {
         }
     }
 
+    /// Waits (up to 10 s) until the fake disk holds `url`'s record, without flushing.
+    func waitForDiskRecord(of url: ImageURL) {
+        let end = Date().addingTimeInterval(10)
+        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+    }
+
     @Test("a write waits while requests keep coming, and happens once they pause")
     func waitsForQuiet() {
         let repository = repository(quiet: 0.3, maxDelay: 30)
@@ -52,8 +58,7 @@ struct DiskWriteYieldTests {
         }
         _ = repository.prepare(url)
         fetcher.respond(0, body: [1, 2, 3])
-        let end = Date().addingTimeInterval(10)
-        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        waitForDiskRecord(of: url)
         let times = stepTimes.withLock { $0 }
         #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written once the requests paused")
         guard let second = times[1], let third = times[2] else {
@@ -72,8 +77,7 @@ struct DiskWriteYieldTests {
         Thread.sleep(forTimeInterval: 0.4)
         #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs, though no request came")
         fetcher.respond(1, body: [4, 5, 6, 7])
-        let end = Date().addingTimeInterval(10)
-        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        waitForDiskRecord(of: url)
         #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written once the transfer ended, without a flush")
     }
 

@@ -108,7 +108,7 @@ extension DiskCache {
         }
     }
 
-    // MARK: - Writing files (write lock held)
+    // MARK: - Writing files (write lock held, except for the temporary files)
 
     /// Commits the body (already written and synced to `bodyFile`), then the record, of `stored`; on failure removes
     /// what it wrote, `bodyFile` included.
@@ -144,7 +144,8 @@ extension DiskCache {
     }
 
     /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it; `pace` before each step of the
-    /// write and before the sync. Returns the file's path. (`finalPath` is where it is going, for the write fault.)
+    /// write and before the sync. Returns the file's path. Needs no lock: the name is new. (`finalPath` is where it
+    /// is going, for the write fault.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
     private func _writeTemporaryFile(for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer,
                                      pace: () -> Void) throws -> String {
