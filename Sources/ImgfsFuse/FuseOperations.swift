@@ -27,7 +27,7 @@ final class FuseOperations: @unchecked Sendable {
 
     /// Tracks a request about `inode` that may wait; an interrupt tells the filesystem a reader of it gave up.
     func track(_ req: fuse_req_t?, inode: UInt64) -> (ticket: UInt, interest: Interest) {
-        pending.track(Request(raw: req!)) { [filesystem] in filesystem.interrupted(inode) }
+        pending.track(Request(req!)) { [filesystem] in filesystem.interrupted(inode) }
     }
 
     /// The operations table handed to `fuse_session_new`; unset entries answer ENOSYS (flush, access: the kernel then
@@ -54,7 +54,7 @@ final class FuseOperations: @unchecked Sendable {
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
             // Only where the kernel runs lookups of one directory in parallel may a lookup wait for the network.
             let wait = imgfs_fuse_parallel_dirops_granted()
-            let (ticket, interest) = operations.pending.track(Request(raw: req!)) { [filesystem = operations.filesystem] in
+            let (ticket, interest) = operations.pending.track(Request(req!)) { [filesystem = operations.filesystem] in
                 filesystem.lookupInterrupted(parent: UInt64(parent), name: bytes)
             }
             operations.filesystem.lookup(parent: UInt64(parent), name: bytes, waitForSize: wait,
@@ -72,14 +72,14 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.forget = { req, inode, count in
             context(req).filesystem.forget(UInt64(inode), count: count)
-            fuse_reply_none(req)
+            Request(req!).replyNone()
         }
         ops.forget_multi = { req, count, forgets in
             let filesystem = context(req).filesystem
             for item in UnsafeBufferPointer(start: forgets, count: count) {
                 filesystem.forget(UInt64(item.ino), count: item.nlookup)
             }
-            fuse_reply_none(req)
+            Request(req!).replyNone()
         }
         ops.getattr = { req, inode, _ in
             let operations = context(req)
@@ -114,66 +114,67 @@ final class FuseOperations: @unchecked Sendable {
             operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size,
                                        interest: interest) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
-                let send: @Sendable () -> Void = {
-                    switch result {
-                    case .success(let slice): request.reply(slice: slice)
-                    case .failure(let error): request.fail(error)
-                    }
-                }
                 // Bytes that arrive later are handed over by the fetching thread: copying them into the kernel there
                 // would hold up the next bytes of every transfer, so another thread sends them.
-                if pthread_equal(caller, pthread_self()) != 0 { send() } else { lateReplies.async(execute: send) }
+                if pthread_equal(caller, pthread_self()) != 0 {
+                    answerRead(request, result)
+                } else {
+                    let later = PendingReply(request)
+                    lateReplies.async { if let request = later.take() { answerRead(request, result) } }
+                }
             }
         }
         ops.release = { req, inode, info in
             let operations = context(req)
             operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh)
             if info!.pointee.fh == 0 { operations.passthrough?.end(UInt64(inode)) }  // images have handle 0
-            fuse_reply_err(req, 0)
+            Request(req!).succeed()
         }
         ops.unlink = { req, parent, name in
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
+            let request = Request(req!)
             switch context(req).filesystem.unlink(parent: UInt64(parent), name: bytes) {
-            case .success: fuse_reply_err(req, 0)
-            case .failure(let error): Request(raw: req!).fail(error)
+            case .success: request.succeed()
+            case .failure(let error): request.fail(error)
             }
         }
         ops.retrieve_reply = { req, cookie, _, _, buffers in
             context(req).pageCacheProbe?.received(cookie: cookie, bytes: buffers.map { fuse_buf_size($0) } ?? 0)
-            fuse_reply_none(req)
+            Request(req!).replyNone()
         }
         ops.opendir = { req, inode, info in
+            let request = Request(req!)
             switch context(req).filesystem.openDirectory(UInt64(inode)) {
             case .success(let handle):
                 info!.pointee.fh = handle
-                fuse_reply_open(req, info)
-            case .failure(let error): Request(raw: req!).fail(error)
+                request.reply(open: info!.pointee)
+            case .failure(let error): request.fail(error)
             }
         }
         ops.readdir = { req, _, size, offset, info in
-            DirectoryReply.send(Request(raw: req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
+            DirectoryReply.send(Request(req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
                                 capacity: size)
         }
         ops.releasedir = { req, _, info in
             context(req).filesystem.closeDirectory(info!.pointee.fh)
-            fuse_reply_err(req, 0)
+            Request(req!).succeed()
         }
         ops.statfs = { req, _ in
             var info = statvfs()
             info.f_bsize = 4096
             info.f_frsize = 4096
             info.f_namemax = 255
-            fuse_reply_statfs(req, &info)
+            Request(req!).reply(statfs: info)
         }
         ops.getxattr = { req, inode, name, size in
-            let request = Request(raw: req!)
+            let request = Request(req!)
             switch context(req).filesystem.extendedAttribute(UInt64(inode), name: String(cString: name!)) {
             case .success(let value): request.reply(attribute: value, capacity: size)
             case .failure(let error): request.fail(error)
             }
         }
         ops.listxattr = { req, inode, size in
-            let request = Request(raw: req!)
+            let request = Request(req!)
             switch context(req).filesystem.extendedAttributes(UInt64(inode)) {
             case .success(let attributes):
                 request.reply(attribute: attributes.flatMap { Array($0.name.utf8) + [0] }, capacity: size)
@@ -182,9 +183,11 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.setxattr = { req, inode, name, value, size, _ in
             let bytes = Array(UnsafeRawBufferPointer(start: value, count: size).bindMemory(to: UInt8.self))
-            switch context(req).filesystem.setExtendedAttribute(UInt64(inode), name: String(cString: name!), value: bytes) {
-            case .success: fuse_reply_err(req, 0)
-            case .failure(let error): Request(raw: req!).fail(error)
+            let request = Request(req!)
+            switch context(req).filesystem.setExtendedAttribute(UInt64(inode), name: String(cString: name!),
+                                                                value: bytes) {
+            case .success: request.succeed()
+            case .failure(let error): request.fail(error)
             }
         }
         installReadOnlyRefusals(&ops)
@@ -213,7 +216,15 @@ final class FuseOperations: @unchecked Sendable {
 private let lateReplies = DispatchQueue(label: "imgfs.read-replies", attributes: .concurrent)
 
 private func refuse(_ req: fuse_req_t?) {
-    Request(raw: req!).fail(.readOnly)
+    Request(req!).fail(.readOnly)
+}
+
+/// Answers a read with its bytes or its error.
+private func answerRead(_ request: consuming Request, _ result: Result<ImageSlice, FilesystemError>) {
+    switch result {
+    case .success(let slice): request.reply(slice: slice)
+    case .failure(let error): request.fail(error)
+    }
 }
 
 private func context(_ req: fuse_req_t?) -> FuseOperations {
@@ -229,44 +240,47 @@ private struct OpenReply: @unchecked Sendable {
     let passthrough: PassthroughOpens?
     let probe: PageCacheProbe?
 
-    func send(_ request: Request, _ file: ImageFilesystem.OpenFile) {
+    func send(_ request: consuming Request, _ file: ImageFilesystem.OpenFile) {
         // Before the answer, so the read that follows finds the pages (keep_cache below keeps them).
         if let preload = file.preload { store?(inode, preload) }
         var info = info
         info.fh = file.handle
         if file.directIO {
             info.direct_io = 1
-            fuse_reply_open(request.raw, &info)
+            request.reply(open: info)
             return
         }
         // The first open of an image that is whole in a file: passthrough only if the kernel lost its pages.
         if let probe, let passthrough, file.kernelReadable != nil, passthrough.choosesMode(inode) {
             let opened = info
-            probe.firstPageCached(inode) { cached in answer(request, opened, file, pagesCached: cached) }
+            let later = PendingReply(request)
+            probe.firstPageCached(inode) { cached in
+                if let request = later.take() { answer(request, opened, file, pagesCached: cached) }
+            }
         } else {
             answer(request, info, file, pagesCached: false)
         }
     }
 
-    private func answer(_ request: Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool) {
+    private func answer(_ request: consuming Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool) {
         var info = info
         if let passthrough, case .passthrough(let backingId, let readsFromDaemon) = passthrough.begin(
             inode, body: file.kernelReadable, pagesCached: pagesCached) {
             if readsFromDaemon { info.direct_io = 1 }
             // An open the kernel did not get (interrupted) gets no release.
-            if imgfs_fuse_reply_open_passthrough(request.raw, &info, backingId) != 0 { passthrough.end(inode) }
+            if request.reply(open: info, backingId: backingId) != 0 { passthrough.end(inode) }
             return
         }
         // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and a
         // refresh with other bytes invalidates them explicitly.
         info.keep_cache = 1
-        if fuse_reply_open(request.raw, &info) != 0 { passthrough?.end(inode) }
+        if request.reply(open: info) != 0 { passthrough?.end(inode) }
     }
 }
 
 /// Packs directory entries into a readdir answer.
 private enum DirectoryReply {
-    static func send(_ request: Request, entries: [(entry: DirectoryEntry, next: Int)], capacity: Int) {
+    static func send(_ request: consuming Request, entries: [(entry: DirectoryEntry, next: Int)], capacity: Int) {
         var buffer = [CChar](repeating: 0, count: capacity)
         var used = 0
         buffer.withUnsafeMutableBufferPointer { pointer in
@@ -274,12 +288,13 @@ private enum DirectoryReply {
                 var status = Glibc.stat()
                 status.st_ino = UInt(entry.inode)
                 status.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
-                let needed = fuse_add_direntry(request.raw, pointer.baseAddress! + used, capacity - used, entry.name,
-                                               &status, off_t(next))
+                let needed = request.withRaw {
+                    fuse_add_direntry($0, pointer.baseAddress! + used, capacity - used, entry.name, &status, off_t(next))
+                }
                 if needed > capacity - used { break }
                 used += needed
             }
         }
-        fuse_reply_buf(request.raw, buffer, used)
+        request.reply(buffer: buffer, count: used)
     }
 }

@@ -1,22 +1,50 @@
 import CFuse
+import CFuseShims
 import Foundation
 import ImgfsCore
 
-/// A FUSE request that may be answered later from another thread: the reply functions copy what they send.
+/// One kernel request, answered exactly once.
 ///
-/// Guarantees nothing by itself about answering once; every code path of ``FuseOperations`` ends in one reply.
-struct Request: @unchecked Sendable {
-    let raw: fuse_req_t
+/// Guarantees: a `Request` cannot be copied and every way of answering it is `consuming`, so the compiler refuses a
+/// path that answers a request twice or uses it after answering. A request dropped without an answer (a path that
+/// forgot to reply) is answered with EIO by `deinit`, so no reader ever hangs on it. The reply functions copy what
+/// they send, so a request may be answered from any thread after its callback returned (libfuse allows that).
+struct Request: ~Copyable, Sendable {
+    /// The `fuse_req_t`, as an address so that the type is `Sendable` without an unchecked promise.
+    private let address: UInt
 
-    func fail(_ error: FilesystemError) {
-        fuse_reply_err(raw, error.errno)
+    init(_ raw: fuse_req_t) {
+        address = UInt(bitPattern: raw)
     }
 
-    func succeed() {
-        fuse_reply_err(raw, 0)
+    private var raw: fuse_req_t { fuse_req_t(bitPattern: address)! }
+
+    /// The raw request for libfuse calls that do not answer it (registering an interrupt callback, the userdata).
+    func withRaw<Result>(_ body: (fuse_req_t) -> Result) -> Result {
+        body(raw)
     }
 
-    func reply(entry: Entry) {
+    consuming func fail(_ error: FilesystemError) {
+        fail(errno: error.errno)
+    }
+
+    /// Answers with `errno` (0: success without data: release, unlink, setxattr…).
+    consuming func fail(errno code: Int32) {
+        fuse_reply_err(raw, code)
+        discard self
+    }
+
+    consuming func succeed() {
+        fail(errno: 0)
+    }
+
+    /// The answer to a request that takes none (forget).
+    consuming func replyNone() {
+        fuse_reply_none(raw)
+        discard self
+    }
+
+    consuming func reply(entry: Entry) {
         var parameters = fuse_entry_param()
         parameters.ino = fuse_ino_t(entry.attributes.inode)
         parameters.generation = 1
@@ -24,34 +52,104 @@ struct Request: @unchecked Sendable {
         parameters.attr_timeout = entry.attributeTimeout
         parameters.entry_timeout = entry.entryTimeout
         fuse_reply_entry(raw, &parameters)
+        discard self
     }
 
-    func reply(attributes: Attributes, timeout: Double) {
+    consuming func reply(attributes: Attributes, timeout: Double) {
         var status = StatConversion.stat(attributes)
         fuse_reply_attr(raw, &status, timeout)
+        discard self
     }
 
     /// An extended attribute's value (or a list of names): its size when asked with capacity 0, ERANGE when it does
     /// not fit.
-    func reply(attribute value: [UInt8], capacity: Int) {
+    consuming func reply(attribute value: [UInt8], capacity: Int) {
         if capacity == 0 {
             fuse_reply_xattr(raw, value.count)
         } else if capacity < value.count {
             fuse_reply_err(raw, ERANGE)
         } else {
-            _ = value.withUnsafeBytes { fuse_reply_buf(raw, $0.baseAddress?.assumingMemoryBound(to: CChar.self), value.count) }
+            _ = value.withUnsafeBytes {
+                fuse_reply_buf(raw, $0.baseAddress?.assumingMemoryBound(to: CChar.self), value.count)
+            }
         }
+        discard self
     }
 
-    func reply(slice: ImageSlice) {
+    consuming func reply(slice: ImageSlice) {
         slice.withSegments { pieces in
-            var vectors = pieces.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+            var vectors = pieces.map {
+                iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+            }
             if vectors.isEmpty {
                 fuse_reply_buf(raw, nil, 0)
             } else {
                 fuse_reply_iov(raw, &vectors, Int32(vectors.count))
             }
         }
+        discard self
+    }
+
+    /// The first `count` bytes of `buffer` (a directory listing), copied by libfuse.
+    consuming func reply(buffer: [CChar], count: Int) {
+        fuse_reply_buf(raw, buffer, count)
+        discard self
+    }
+
+    consuming func reply(statfs info: statvfs) {
+        var info = info
+        fuse_reply_statfs(raw, &info)
+        discard self
+    }
+
+    /// An open: `fuse_reply_open`, or the passthrough form when `backingId` is given. Returns libfuse's result
+    /// (non-zero when the kernel no longer waits for the answer: the open was interrupted).
+    @discardableResult
+    consuming func reply(open info: fuse_file_info, backingId: Int32? = nil) -> Int32 {
+        var info = info
+        let result = if let backingId {
+            imgfs_fuse_reply_open_passthrough(raw, &info, backingId)
+        } else {
+            fuse_reply_open(raw, &info)
+        }
+        discard self
+        return result
+    }
+
+    /// Hands the request over to a table that will give it back (``ParkedRequest``) without answering it.
+    consuming func park() -> ParkedRequest {
+        let parked = ParkedRequest(address: address)
+        discard self
+        return parked
+    }
+
+    init(unparking parked: ParkedRequest) {
+        address = parked.address
+    }
+
+    deinit {
+        fuse_reply_err(raw, EIO)
+    }
+}
+
+/// A request kept in a table (``PendingRequests``) until exactly one of the parties that may answer it takes it back
+/// with ``Request/init(unparking:)``; the table's lock makes sure only one does.
+struct ParkedRequest: Sendable {
+    fileprivate let address: UInt
+}
+
+/// A request kept for a reply that comes later on another thread (a closure cannot capture a non-copyable value):
+/// whoever takes it out answers it.
+final class PendingReply: Sendable {
+    private let slot: Locked<Request?>
+
+    init(_ request: consuming Request) {
+        slot = Locked(Optional(request))
+    }
+
+    /// The request, once; nil after that.
+    func take() -> Request? {
+        slot.withLock { $0.take() }
     }
 }
 

@@ -9,17 +9,18 @@ import Foundation
 /// a pthread mutex (`NSLock`), which waits in the kernel without spinning.
 ///
 /// Guarantees: `withLock` runs its body with exclusive access to the value, and releases the lock when the body
-/// returns or throws. Not recursive: a body must not take the same lock again.
-public final class Locked<Value>: @unchecked Sendable {
+/// returns or throws. Not recursive: a body must not take the same lock again. The value may be non-copyable (a FUSE
+/// request waiting for its one reply is kept this way).
+public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    public init(_ value: Value) {
+    public init(_ value: consuming Value) {
         self.value = value
     }
 
     /// Runs `body` with the lock held and the value to read or change.
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    public func withLock<Result: ~Copyable>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
