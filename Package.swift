@@ -39,6 +39,7 @@ let package = Package(
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
         .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore"]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
+        .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims"]),
         .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -33,60 +33,86 @@ static atomic_bool granted_passthrough = false;
 static _Thread_local int32_t pending_backing_id = 0;
 static _Thread_local bool pending_backing_sent = false;
 
+// MARK: the rewriting, on the kernel's wire format only (no state: unit-tested on byte buffers)
+
+struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t length) {
+    struct imgfs_init_offer offer = {.is_init = false, .unique = 0, .parallel_dirops = false, .passthrough = false};
+    if (length < sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) return offer;
+    const struct fuse_in_header *header = request;
+    if (header->opcode != FUSE_INIT) return offer;
+    const struct fuse_init_in *init = (const void *)(header + 1);
+    offer.is_init = true;
+    offer.unique = header->unique;
+    offer.parallel_dirops = (init->flags & FUSE_PARALLEL_DIROPS) != 0;
+    // flags2 exists only in requests of protocol 7.36+, which say so with FUSE_INIT_EXT.
+    bool extended = length >= sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags2) + sizeof(uint32_t)
+                    && (init->flags & FUSE_INIT_EXT) != 0;
+    offer.passthrough = extended && (init->flags2 & IMGFS_FUSE_PASSTHROUGH_FLAGS2) != 0;
+    return offer;
+}
+
+struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, struct imgfs_init_offer offer,
+                                                    bool wants_passthrough) {
+    struct imgfs_init_grant grant = {.parallel_dirops = false, .passthrough = false};
+    if (length < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) return grant;
+    struct fuse_init_out *init = body;
+    if (offer.parallel_dirops) {
+        init->flags |= FUSE_PARALLEL_DIROPS;
+        grant.parallel_dirops = true;
+    }
+    // max_stack_depth is the word after flags2 (unused[0] in this header): 1 lets files of a file system that is
+    // not itself stacked (a memfd) back our files. The kernel refuses passthrough with a writeback cache.
+    if (wants_passthrough && offer.passthrough && length >= sizeof(struct fuse_init_out)
+        && (init->flags & FUSE_WRITEBACK_CACHE) == 0) {
+        init->flags |= FUSE_INIT_EXT;
+        init->flags2 |= IMGFS_FUSE_PASSTHROUGH_FLAGS2;
+        init->unused[0] = 1;
+        grant.passthrough = true;
+    }
+    return grant;
+}
+
+bool imgfs_fuse_amend_open_reply(void *body, size_t length, int32_t backing_id) {
+    if (length != sizeof(struct fuse_open_out) || backing_id <= 0) return false;
+    struct fuse_open_out *open = body;
+    // Only these flags may go with passthrough (the kernel fails the open otherwise).
+    open->open_flags = (open->open_flags & (FOPEN_DIRECT_IO | FOPEN_NOFLUSH)) | IMGFS_FOPEN_PASSTHROUGH;
+    open->padding = (uint32_t)backing_id; /* backing_id in protocol 7.40 */
+    return true;
+}
+
+// MARK: the hooks on /dev/fuse (process-global state: one mount per process)
+
 static ssize_t hooked_read(int fd, void *buffer, size_t length, void *userdata) {
     (void)userdata;
     ssize_t count = read(fd, buffer, length);
-    if (count >= (ssize_t)(sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t))) {
-        const struct fuse_in_header *header = buffer;
-        if (header->opcode == FUSE_INIT) {
-            const struct fuse_init_in *init = (const void *)(header + 1);
-            atomic_store(&offers_parallel_dirops, (init->flags & FUSE_PARALLEL_DIROPS) != 0);
-            bool extended = count >= (ssize_t)(sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags2)
-                                                + sizeof(uint32_t))
-                            && (init->flags & FUSE_INIT_EXT) != 0;
-            atomic_store(&offers_passthrough, extended && (init->flags2 & IMGFS_FUSE_PASSTHROUGH_FLAGS2) != 0);
-            atomic_store(&init_unique, header->unique);
+    if (count > 0) {
+        struct imgfs_init_offer offer = imgfs_fuse_read_init_offer(buffer, (size_t)count);
+        if (offer.is_init) {
+            atomic_store(&offers_parallel_dirops, offer.parallel_dirops);
+            atomic_store(&offers_passthrough, offer.passthrough);
+            atomic_store(&init_unique, offer.unique);
         }
     }
     return count;
 }
 
-static void amend_init_reply(struct iovec *vectors, int count) {
-    if (count < 2 || vectors[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) return;
-    struct fuse_init_out *init = vectors[1].iov_base;
-    if (atomic_load(&offers_parallel_dirops)) {
-        init->flags |= FUSE_PARALLEL_DIROPS;
-        atomic_store(&granted_parallel_dirops, true);
-    }
-    // max_stack_depth is the word after flags2 (unused[0] in this header): 1 lets files of a file system that is
-    // not itself stacked (a memfd) back our files.
-    if (atomic_load(&wants_passthrough) && atomic_load(&offers_passthrough)
-        && vectors[1].iov_len >= sizeof(struct fuse_init_out) && (init->flags & FUSE_WRITEBACK_CACHE) == 0) {
-        init->flags |= FUSE_INIT_EXT;
-        init->flags2 |= IMGFS_FUSE_PASSTHROUGH_FLAGS2;
-        init->unused[0] = 1;
-        atomic_store(&granted_passthrough, true);
-    }
-}
-
-static void amend_open_reply(struct iovec *vectors, int count) {
-    if (count < 2 || vectors[1].iov_len != sizeof(struct fuse_open_out)) return;
-    struct fuse_open_out *open = vectors[1].iov_base;
-    // Only these flags may go with passthrough (the kernel fails the open otherwise).
-    open->open_flags = (open->open_flags & (FOPEN_DIRECT_IO | FOPEN_NOFLUSH)) | IMGFS_FOPEN_PASSTHROUGH;
-    open->padding = (uint32_t)pending_backing_id; /* backing_id in protocol 7.40 */
-    pending_backing_sent = true;
-}
-
 static ssize_t hooked_writev(int fd, struct iovec *vectors, int count, void *userdata) {
     (void)userdata;
-    if (count >= 1 && vectors[0].iov_len >= sizeof(struct fuse_out_header)) {
+    if (count >= 2 && vectors[0].iov_len >= sizeof(struct fuse_out_header)) {
         const struct fuse_out_header *header = vectors[0].iov_base;
         if (header->error == 0 && header->unique == atomic_load(&init_unique)) {
-            amend_init_reply(vectors, count);
+            struct imgfs_init_offer offer = {.is_init = true, .unique = header->unique,
+                                             .parallel_dirops = atomic_load(&offers_parallel_dirops),
+                                             .passthrough = atomic_load(&offers_passthrough)};
+            struct imgfs_init_grant grant = imgfs_fuse_amend_init_reply(vectors[1].iov_base, vectors[1].iov_len, offer,
+                                                                        atomic_load(&wants_passthrough));
+            atomic_store(&granted_parallel_dirops, grant.parallel_dirops);
+            atomic_store(&granted_passthrough, grant.passthrough);
             atomic_store(&init_unique, UINT64_MAX);
         } else if (header->error == 0 && pending_backing_id != 0) {
-            amend_open_reply(vectors, count);
+            pending_backing_sent = imgfs_fuse_amend_open_reply(vectors[1].iov_base, vectors[1].iov_len,
+                                                               pending_backing_id);
         }
     }
     return writev(fd, vectors, count);

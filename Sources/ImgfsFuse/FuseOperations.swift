@@ -3,6 +3,7 @@ import CFuseShims
 import Foundation
 import ImgfsCore
 import Logging
+import Synchronization
 
 /// The low-level FUSE callbacks: each turns one kernel request into one ``ImageFilesystem`` call and its answer into
 /// exactly one reply. Nothing here decides what the filesystem means.
@@ -13,6 +14,10 @@ final class FuseOperations: @unchecked Sendable {
     let pending = PendingRequests()
     /// Whether the INIT answer will ask for parallel lookups (the CFuseShims hook is installed).
     var parallelLookupsRequested = false
+    /// Whether the kernel offered parallel lookups in its INIT request, and whether the first lookup has checked that
+    /// the answer really asked for them (``reportUnexpectedGrant()``).
+    let parallelLookupsOffered = Atomic<Bool>(false)
+    private let grantChecked = Atomic<Bool>(false)
     /// Puts an open's preload into the kernel's page cache of an inode (set once the session exists).
     var storeInKernel: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
     /// How opens of images are answered: through the page cache or by passthrough (set once the session exists).
@@ -30,6 +35,15 @@ final class FuseOperations: @unchecked Sendable {
         pending.track(Request(req!)) { [filesystem] in filesystem.interrupted(inode) }
     }
 
+    /// At the first lookup, when the INIT answer has been sent: if the kernel offered parallel lookups but the answer
+    /// could not ask for them (a libfuse whose INIT reply is laid out otherwise), the log says the feature is off.
+    private func reportUnexpectedGrant(granted: Bool) {
+        guard !grantChecked.exchange(true, ordering: .relaxed), parallelLookupsOffered.load(ordering: .relaxed),
+              !granted else { return }
+        logger.warning("the INIT answer could not ask for parallel lookups (unexpected reply layout): " +
+                       "lookups do not wait for the network")
+    }
+
     /// The operations table handed to `fuse_session_new`; unset entries answer ENOSYS (flush, access: the kernel then
     /// stops asking).
     static func table() -> fuse_lowlevel_ops {
@@ -38,6 +52,7 @@ final class FuseOperations: @unchecked Sendable {
             let operations = Unmanaged<FuseOperations>.fromOpaque(userdata!).takeUnretainedValue()
             // The reply to INIT gets FUSE_PARALLEL_DIROPS whenever the kernel offers it (CFuseShims).
             if operations.parallelLookupsRequested && conn!.pointee.capable & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0 {
+                operations.parallelLookupsOffered.store(true, ordering: .relaxed)
                 operations.logger.notice("the kernel runs lookups in parallel: a lookup waits for the image's size")
             } else {
                 operations.logger.notice("the kernel serializes lookups per directory: lookups do not wait for the network")
@@ -54,6 +69,7 @@ final class FuseOperations: @unchecked Sendable {
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
             // Only where the kernel runs lookups of one directory in parallel may a lookup wait for the network.
             let wait = imgfs_fuse_parallel_dirops_granted()
+            operations.reportUnexpectedGrant(granted: wait)
             let (ticket, interest) = operations.pending.track(Request(req!)) { [filesystem = operations.filesystem] in
                 filesystem.lookupInterrupted(parent: UInt64(parent), name: bytes)
             }

@@ -1,6 +1,8 @@
 #ifndef IMGFS_CFUSESHIMS_H
 #define IMGFS_CFUSESHIMS_H
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct fuse_session;
 struct fuse_req;
@@ -34,5 +36,31 @@ int imgfs_fuse_backing_close(struct fuse_session *session, int backing_id);
 // keep_cache is dropped, direct_io kept: then reads still come to the daemon and only mmap uses the backing file).
 // Returns fuse_reply_open's result, or -EPROTO when the hook did not see the reply.
 int imgfs_fuse_reply_open_passthrough(struct fuse_req *request, const struct fuse_file_info *info, int backing_id);
+
+// The rewriting the hooks do, on the kernel's wire format (<linux/fuse.h>) and nothing else; pure functions, so that
+// they can be tested on byte buffers. Limits: written against FUSE protocol 7.40 (passthrough's constants are spelled
+// out in shims.c because Debian 12's header predates them); a request or reply shorter than the fields read or
+// written (an older kernel or a libfuse whose structs differ) is left untouched and nothing is granted.
+
+// What a request read from /dev/fuse offers, when it is an INIT request.
+struct imgfs_init_offer {
+    bool is_init;
+    uint64_t unique;
+    bool parallel_dirops;
+    bool passthrough;
+};
+struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t length);
+
+// What an INIT reply body (struct fuse_init_out, after the out header) was changed to ask for.
+struct imgfs_init_grant {
+    bool parallel_dirops;
+    bool passthrough;
+};
+struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, struct imgfs_init_offer offer,
+                                                    bool wants_passthrough);
+
+// Turns an OPEN reply body (struct fuse_open_out) into a passthrough open of `backing_id` (> 0); false, untouched,
+// when the body is not of that size.
+bool imgfs_fuse_amend_open_reply(void *body, size_t length, int32_t backing_id);
 
 #endif
