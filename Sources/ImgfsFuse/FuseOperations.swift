@@ -40,8 +40,9 @@ final class FuseOperations: @unchecked Sendable {
     private func reportUnexpectedGrant(granted: Bool) {
         guard !grantChecked.exchange(true, ordering: .relaxed), parallelLookupsOffered.load(ordering: .relaxed),
               !granted else { return }
-        logger.warning("the INIT answer could not ask for parallel lookups (unexpected reply layout): " +
-                       "lookups do not wait for the network")
+        let message = "the INIT answer could not ask for parallel lookups (unexpected reply layout): "
+            + "lookups do not wait for the network"
+        logger.warning("\(message)")
     }
 
     /// The operations table handed to `fuse_session_new`; unset entries answer ENOSYS (flush, access: the kernel then
