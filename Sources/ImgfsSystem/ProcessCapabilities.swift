@@ -6,9 +6,12 @@ public enum ProcessCapabilities {
     /// (false when the status cannot be read). Inside a user namespace the kernel may still refuse; the mount then
     /// finds out at the first registration.
     public static func hasSystemAdministration() -> Bool {
-        guard let status = SystemFile.contents(of: "/proc/self/status"), let set = effectiveSet(status: status) else {
-            return false
-        }
+        SystemFile.contents(of: "/proc/self/status").map(holdsSystemAdministration(status:)) ?? false
+    }
+
+    /// Whether the `CapEff:` mask of a /proc/PID/status text holds CAP_SYS_ADMIN (false when there is none).
+    static func holdsSystemAdministration(status: String) -> Bool {
+        guard let set = effectiveSet(status: status) else { return false }
         return set & systemAdministration != 0
     }
 

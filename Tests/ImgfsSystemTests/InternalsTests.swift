@@ -58,14 +58,18 @@ struct InternalsTests {
 
 @Suite("Process capabilities")
 struct ProcessCapabilitiesTests {
-    @Test("CapEff is read as a hexadecimal mask; CAP_SYS_ADMIN is bit 21")
+    @Test("CapEff is read as a hexadecimal mask; CAP_SYS_ADMIN is bit 21 of it")
     func effectiveSet() {
         let root = "Name:\timgfs\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n"
         let user = "Name:\timgfs\nCapEff:\t0000000000000000\n"
         #expect(ProcessCapabilities.effectiveSet(status: root) == 0x1ff_ffff_ffff)
         #expect(ProcessCapabilities.effectiveSet(status: user) == 0)
         #expect(ProcessCapabilities.effectiveSet(status: "Name:\tx\n") == nil)
-        #expect((ProcessCapabilities.effectiveSet(status: root)! >> 21) & 1 == 1)
+        #expect(ProcessCapabilities.holdsSystemAdministration(status: root))
+        #expect(ProcessCapabilities.holdsSystemAdministration(status: "CapEff:\t0000000000200000\n"))
+        #expect(!ProcessCapabilities.holdsSystemAdministration(status: "CapEff:\t000001ffffdfffff\n"))
+        #expect(!ProcessCapabilities.holdsSystemAdministration(status: user))
+        #expect(!ProcessCapabilities.holdsSystemAdministration(status: "Name:\tx\n"))
     }
 
     @Test("this process's answer matches its effective user (the tests run as root or as a user without capabilities)")
