@@ -40,6 +40,10 @@ let package = Package(
         .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore"]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims"]),
+        .testTarget(
+            name: "ImgfsCurlTests",
+            dependencies: ["ImgfsCore", "ImgfsCurl", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

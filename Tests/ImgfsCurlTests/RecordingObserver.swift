@@ -1,0 +1,38 @@
+import Dispatch
+import ImgfsCore
+
+/// A transfer observer that records what a fetcher delivers, for tests of the curl layer alone.
+final class RecordingObserver: TransferObserving {
+    struct Events {
+        var heads: [ResponseHead] = []
+        var body: [UInt8] = []
+        var completions: [FetchError?] = []
+    }
+
+    let events = Locked(Events())
+    private let done = DispatchSemaphore(value: 0)
+
+    func transferDidReceive(head: ResponseHead) -> Bool {
+        events.withLock { $0.heads.append(head) }
+        return true
+    }
+
+    func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
+        events.withLock { $0.body.append(contentsOf: bytes) }
+        return true
+    }
+
+    func transferDidComplete(error: FetchError?) {
+        events.withLock { $0.completions.append(error) }
+        done.signal()
+    }
+
+    /// The completion's error (nil: success), or `.timedOut` when none came within `seconds`.
+    func waitForCompletion(seconds: Double = 20) -> FetchError? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return .timedOut("no completion in the test") }
+        return events.withLock { $0.completions.first ?? nil }
+    }
+
+    var body: [UInt8] { events.withLock { $0.body } }
+    var completionCount: Int { events.withLock { $0.completions.count } }
+}
