@@ -81,7 +81,7 @@ struct MountCommand: ParsableCommand {
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
-            repository.purgeMemory(reason: reason)
+            repository.tiers.purgeMemory(reason: reason)
             Allocator.trim()
         }
         let mount: FuseMount

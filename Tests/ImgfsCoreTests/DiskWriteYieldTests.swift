@@ -13,9 +13,9 @@ struct DiskWriteYieldTests {
     func repository(quiet: TimeInterval, maxDelay: TimeInterval) -> ImageRepository {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        configuration.diskWriteYieldSize = 2  // the bodies below are 3 bytes
-        configuration.diskWriteQuietPeriod = quiet
-        configuration.diskWriteMaxDelay = maxDelay
+        configuration.diskWrites.yieldSize = 2  // the bodies below are 3 bytes
+        configuration.diskWrites.quietPeriod = quiet
+        configuration.diskWrites.maxDelay = maxDelay
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
                                configuration: configuration, logger: .init(label: "test"))
     }
@@ -85,8 +85,8 @@ struct DiskWriteYieldTests {
     func smallAtOnce() {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        configuration.diskWriteQuietPeriod = 60
-        configuration.diskWriteMaxDelay = 60
+        configuration.diskWrites.quietPeriod = 60
+        configuration.diskWrites.maxDelay = 60
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
                                          configuration: configuration, logger: .init(label: "test"))
         _ = repository.prepare(url)
@@ -109,8 +109,8 @@ struct DiskWriteYieldTests {
     func smallBodies(maxDelay: TimeInterval = 30, holdLimit: Int = 16 << 20) -> ImageRepository {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        configuration.diskWriteMaxDelay = maxDelay
-        configuration.diskWriteHoldLimit = holdLimit
+        configuration.diskWrites.maxDelay = maxDelay
+        configuration.diskWrites.holdLimit = holdLimit
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
                                configuration: configuration, logger: .init(label: "test"))
     }

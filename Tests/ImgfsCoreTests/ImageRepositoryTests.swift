@@ -15,7 +15,7 @@ struct ImageRepositoryTests {
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         configuration.limits.requireImage = false
-        configuration.diskWriteQuietPeriod = 0  // settle() waits a fixed time for the write
+        configuration.diskWrites.quietPeriod = 0  // settle() waits a fixed time for the write
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
                                configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now })
     }
@@ -162,12 +162,12 @@ struct ImageRepositoryTests {
         [UInt8]([1, 2]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         let replies = Replies<Result<[UInt8], FetchError>>()
         repository.read(url, offset: 0, count: 4) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
-        #expect(repository.purgeMemory(reason: "test") == 0)
+        #expect(repository.tiers.purgeMemory(reason: "test") == 0)
         [UInt8]([3, 4]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         observer.transferDidComplete(error: nil)
         #expect(replies.all == [.success([1, 2, 3, 4])])
         #expect(repository.statistics().memoryBytes == 4)
-        #expect(repository.purgeMemory(reason: "test") == 4)
+        #expect(repository.tiers.purgeMemory(reason: "test") == 4)
         #expect(repository.statistics().memoryBytes == 0)
         #expect(repository.statistics().memory.purges == 2)
     }

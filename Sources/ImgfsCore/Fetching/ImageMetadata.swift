@@ -33,6 +33,11 @@ public struct ImageSlice: Sendable {
         self.count = count
     }
 
+    /// Bytes `offset ..< offset + count` of an image of `size` bytes held in `bytes`: fewer at the end, none past it.
+    public init(_ bytes: ImageBytes, size: Int, offset: Int, count: Int) {
+        self = offset < size ? ImageSlice(bytes: bytes, offset: offset, count: min(count, size - offset)) : .empty
+    }
+
     /// The empty slice.
     public static let empty = ImageSlice(bytes: ImageBytes(), offset: 0, count: 0)
 

@@ -41,10 +41,10 @@ extension ImageFilesystem {
     /// does); every other change is EROFS.
     public func setExtendedAttribute(_ inode: UInt64, name: String, value: [UInt8]) -> Result<Void, FilesystemError> {
         guard inodes.node(inode) == .control, name == Self.attributePrefix + "purge" else { return .failure(.readOnly) }
-        guard let kind = ImageRepository.PurgeKind(rawValue: String(decoding: value, as: UTF8.self)) else {
+        guard let kind = CacheTiers.PurgeKind(rawValue: String(decoding: value, as: UTF8.self)) else {
             return .failure(.invalidName)
         }
-        repository.purge(kind)
+        repository.tiers.purge(kind, now: Date())
         return .success(())
     }
 

@@ -19,7 +19,7 @@ extension ImageFilesystem {
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
-            listing = .images(leading: leading, keys: repository.cachedKeys())
+            listing = .images(leading: leading, keys: repository.tiers.keys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
         case .image, .generated:
@@ -44,7 +44,7 @@ extension ImageFilesystem {
             let first = max(0, offset - leading.count)
             for index in first..<min(keys.count, first + limit - page.count) {
                 // An entry evicted since the snapshot is skipped; positions stay those of the snapshot.
-                guard let url = repository.cachedURL(forKey: keys[index]) else { continue }
+                guard let url = repository.tiers.url(forKey: keys[index]) else { continue }
                 let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(keys[index])
                 page.append((DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
             }

@@ -34,7 +34,7 @@ extension ImageFilesystem {
     /// `~<sha256>`: from the registry, else from the cache (a cached URL's key is the SHA-256 of its text).
     private func resolveDigest(_ name: String) throws(NameError) -> ImageURL {
         if let url = registry.resolve(name) { return url }
-        if let url = repository.cachedURL(forKey: String(name.dropFirst())), ImagePath.digestName(for: url) == name {
+        if let url = repository.tiers.url(forKey: String(name.dropFirst())), ImagePath.digestName(for: url) == name {
             return url
         }
         throw .unknownDigest

@@ -198,7 +198,7 @@ public final class ImageFilesystem: @unchecked Sendable {
             }
         case .generated:
             guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
-            reply(.success(ImageRepository.slice(bytes, size: bytes.count, offset, count)))
+            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
         default:
             reply(.failure(.isADirectory))
         }

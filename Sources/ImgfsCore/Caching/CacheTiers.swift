@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+
+/// The two cache tiers, memory over disk, seen as one: what is cached under a key, what to list, and emptying them.
+///
+/// Guarantees: nothing here touches the network; a look-up finds the memory copy first; every purge logs what it
+/// freed; removing a key removes it from both tiers.
+public final class CacheTiers: Sendable {
+    /// What `imgfs purge` empties.
+    public enum PurgeKind: String, CaseIterable, Sendable {
+        /// The memory cache (as memory pressure does).
+        case memory
+        /// Both caches.
+        case disk
+        /// Expired images, from both caches.
+        case expired
+    }
+
+    public let memory: MemoryCache
+    public let disk: (any DiskCaching)?
+    /// Where bodies read back from the disk are kept in memory.
+    private let bodyMemory: BodyMemory
+    private let logger: Logger
+
+    public init(memory: MemoryCache, disk: (any DiskCaching)?, bodyMemory: BodyMemory = .ordinary, logger: Logger) {
+        self.memory = memory
+        self.disk = disk
+        self.bodyMemory = bodyMemory
+        self.logger = logger
+    }
+
+    /// Where `key` is cached (a disk record may need a read of its metadata file); `counting` counts a memory hit
+    /// or miss.
+    func source(_ key: String, counting: Bool) -> ImageSource? {
+        if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    /// Whether either tier holds `key` (without counting a hit).
+    func holds(_ key: String) -> Bool {
+        memory.peek(key) != nil || disk?.record(forKey: key) != nil
+    }
+
+    /// Bytes `offset ..< offset + count` of the disk entry `record` of `url`: the whole image moves to memory when it
+    /// fits the budget, else the range is read from the file. Throws when the entry is unusable (corrupt, gone).
+    func readFromDisk(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) throws -> ImageSlice {
+        guard let disk else { throw DiskCacheError.notFound(record.key) }
+        disk.touch(key: record.key)
+        if record.size <= memory.budget {
+            let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: bodyMemory)
+            memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                                      expiresAt: record.expiresAt), forKey: record.key)
+            return ImageSlice(bytes, size: record.size, offset: offset, count: count)
+        }
+        let piece = try disk.read(key: record.key, offset: offset, count: count)
+        return ImageSlice(bytes: ImageBytes(copying: piece), offset: 0, count: piece.count)
+    }
+
+    /// A 304 renewed the cached copy `fallback` of `key`: both tiers get its new expiry (and ETag, when the 304 sent
+    /// one); a disk copy that fits the budget comes into memory.
+    func renew(_ key: String, fallback: ImageSource, expiresAt: Date, validatedAt: Date, etag: String?) {
+        if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
+           let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
+            memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: bodyMemory),
+                                      metadata: record.metadata, expiresAt: expiresAt, validatedAt: validatedAt),
+                          forKey: key)
+        }
+        memory.update(key) { image in
+            image.expiresAt = expiresAt
+            image.validatedAt = validatedAt
+            image.metadata.etag = etag ?? image.metadata.etag
+        }
+        if case .disk(var record) = fallback {
+            record.expiresAt = expiresAt
+            record.etag = etag ?? record.etag
+            try? disk?.update(record)
+        } else if var record = disk?.record(forKey: key) {
+            record.expiresAt = expiresAt
+            try? disk?.update(record)
+        }
+    }
+
+    func remove(_ key: String) {
+        memory.remove(key)
+        disk?.remove(key: key)
+    }
+
+    /// The keys of every cached image, sorted: a snapshot to list in pages.
+    public func keys() -> [String] {
+        Array(Set(memory.keys).union(disk?.keys() ?? [])).sorted()
+    }
+
+    /// The URL cached under `key`, if any (reads the disk record of that one entry at most).
+    public func url(forKey key: String) -> ImageURL? {
+        if let image = memory.peek(key) { return image.url }
+        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url) }
+    }
+
+    /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
+    @discardableResult
+    public func purgeMemory(reason: String) -> Int {
+        let freed = memory.purge()
+        logger.notice("memory purged (\(reason)): \(Quantity.describe(bytes: freed)) freed from the memory cache")
+        return freed
+    }
+
+    /// Empties what `kind` names (`now` decides what has expired); logs what was freed.
+    public func purge(_ kind: PurgeKind, now: Date) {
+        switch kind {
+        case .memory:
+            purgeMemory(reason: "imgfs purge --memory")
+        case .disk:
+            let (entries, bytes) = (disk?.count ?? 0, disk?.totalBytes ?? 0)
+            purgeMemory(reason: "imgfs purge --disk")
+            disk?.removeAll()
+            logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
+        case .expired:
+            for key in memory.keys where (memory.peek(key)?.expiresAt ?? .distantFuture) <= now { memory.remove(key) }
+            let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
+            logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Writes bodies to the disk cache in the background, one at a time, paced so that storing images just fetched does not
+/// take CPU time and memory bandwidth from the fetches and reads around it (docs/DESIGN.md, "Disk-write pacing").
+///
+/// Guarantees: writes run one at a time, in the order they were queued, on the worker given. A write of a body over
+/// ``Pacing/yieldSize`` bytes waits, before each step it announces (`pace`), until no request has come for
+/// ``Pacing/quietPeriod`` and no transfer runs; a smaller one waits, before it starts, while transfers run, as long as
+/// the small bodies waiting add up to at most ``Pacing/holdLimit`` bytes. No write waits longer than
+/// ``Pacing/maxDelay`` after it was queued, and during ``flush()`` none waits at all. A write that fails is logged
+/// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic).
+///
+/// The counters are atomics rather than state behind a lock: every request stamps the time, and a lock there would
+/// be taken by every FUSE thread at once.
+public final class DiskWriteScheduler: Sendable {
+    /// When writes wait.
+    public struct Pacing: Sendable {
+        /// Bodies larger than this wait for a pause in the requests before each step.
+        public var yieldSize = 1 << 20
+        /// How long no request must have come for a pause.
+        public var quietPeriod: TimeInterval = 0.05
+        /// The longest a write waits after it was queued (which bounds what waiting writes hold in memory).
+        public var maxDelay: TimeInterval = 2
+        /// Small bodies wait while transfers run only while those waiting add up to at most this many bytes; 0
+        /// writes them at once.
+        public var holdLimit = 16 << 20
+
+        public init() {}
+    }
+
+    private let worker: any SerialWorker
+    private let pacing: Pacing
+    private let logger: Logger
+    /// When a request last came (monotonic nanoseconds).
+    private let lastRequest = Atomic<UInt64>(0)
+    /// Transfers started and not yet finished.
+    private let activeTransfers = Atomic<Int>(0)
+    /// Bytes of small bodies queued and not yet written.
+    private let heldBytes = Atomic<Int>(0)
+    /// Set during ``flush()``: queued writes stop waiting.
+    private let flushing = Atomic<Bool>(false)
+    /// When a full disk was last logged (monotonic nanoseconds; 0: never).
+    private let lastFullDiskReport = Atomic<UInt64>(0)
+
+    /// How often a write waiting for transfers to end looks again (nanoseconds).
+    private static let transferPoll: UInt64 = 5_000_000
+
+    public init(worker: any SerialWorker, pacing: Pacing, logger: Logger) {
+        self.worker = worker
+        self.pacing = pacing
+        self.logger = logger
+    }
+
+    /// A request came: large writes wait for the next pause.
+    func noteRequest() {
+        lastRequest.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
+    func transferStarted() { activeTransfers.add(1, ordering: .relaxed) }
+    func transferEnded() { activeTransfers.subtract(1, ordering: .relaxed) }
+
+    /// Queues the write of `bytes` as the entry `record` of `disk`; `done` runs on the worker once it is written (or
+    /// failed).
+    func write(_ bytes: ImageBytes, as record: CacheRecord, to disk: any DiskCaching,
+               then done: @escaping @Sendable () -> Void) {
+        let queuedAt = DispatchTime.now().uptimeNanoseconds
+        let large = record.size > pacing.yieldSize
+        let held = large || pacing.holdLimit <= 0 ? 0 : record.size
+        heldBytes.add(held, ordering: .relaxed)
+        worker.submit { [self] in
+            if held > 0 { waitForTransfers(queuedAt: queuedAt) }
+            store(bytes, record, on: disk) { if large { waitForQuietMoment(queuedAt: queuedAt) } }
+            heldBytes.subtract(held, ordering: .relaxed)
+            done()
+        }
+    }
+
+    private func store(_ bytes: ImageBytes, _ record: CacheRecord, on disk: any DiskCaching, pace: () -> Void) {
+        do {
+            try bytes.withSegments(offset: 0, count: record.size) { pieces in
+                if pieces.count == 1 {
+                    try disk.store(record, body: pieces[0], pace: pace)
+                } else {
+                    let whole = pieces.flatMap { Array($0) }
+                    try whole.withUnsafeBytes { _ = try disk.store(record, body: $0, pace: pace) }
+                }
+            }
+        } catch DiskCacheError.noSpace {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let last = lastFullDiskReport.load(ordering: .relaxed)
+            guard last == 0 || now &- last >= 60_000_000_000 else { return }
+            lastFullDiskReport.store(now, ordering: .relaxed)
+            logger.error("""
+                disk cache: no space left on device (ENOSPC); serving from memory and the network, nothing partial \
+                is kept (reported once a minute)
+                """)
+        } catch {
+            logger.warning("could not write the disk cache: \(error)", metadata: ["url": "\(record.url)"])
+        }
+    }
+
+    /// Waits until every write queued so far has finished (at unmount, so nothing fetched is lost); writes that were
+    /// waiting for a pause or for transfers to end go at once.
+    func flush() {
+        flushing.store(true, ordering: .relaxed)
+        worker.drain()
+        flushing.store(false, ordering: .relaxed)
+    }
+
+    /// Before each step of a large body: until no request has come for the quiet period and no transfer runs
+    /// (readers waiting for a transfer's bytes make no requests meanwhile). Large images just fetched are often read
+    /// again at once, and writing tens of megabytes competes with those reads for memory bandwidth. Small bodies do
+    /// not wait for a pause (holding them back while reads came left the CPUs idle between requests, and in a VM
+    /// waking an idle CPU made every small-file request slower), only for running transfers.
+    private func waitForQuietMoment(queuedAt: UInt64) {
+        let quiet = UInt64(max(0, pacing.quietPeriod) * 1e9)
+        waitWhileBusy(queuedAt: queuedAt) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let idle = now &- min(now, lastRequest.load(ordering: .relaxed))
+            if idle < quiet { return quiet - idle }
+            return activeTransfers.load(ordering: .relaxed) > 0 ? Self.transferPoll : nil
+        }
+    }
+
+    /// Before a small body: while transfers run, as long as the small bodies waiting stay within the hold limit.
+    /// During a burst of fetches the writes (file creates, renames, fsyncs: a quarter of the daemon's CPU) would take
+    /// CPU time from the fetches and the readers; they follow the burst.
+    private func waitForTransfers(queuedAt: UInt64) {
+        waitWhileBusy(queuedAt: queuedAt) {
+            activeTransfers.load(ordering: .relaxed) > 0
+                && heldBytes.load(ordering: .relaxed) <= pacing.holdLimit ? Self.transferPoll : nil
+        }
+    }
+
+    /// The waiting both rules share: sleeps for as long as `busy` says (nanoseconds; nil: the write may go), until the
+    /// maximum delay after `queuedAt` or until a flush begins.
+    private func waitWhileBusy(queuedAt: UInt64, _ busy: () -> UInt64?) {
+        let deadline = queuedAt &+ UInt64(max(0, pacing.maxDelay) * 1e9)
+        while !flushing.load(ordering: .relaxed), let pause = busy() {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return }
+            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// Where a request for an image is served from: the memory cache, the disk cache, or a transfer (under way or just
+/// finished, whose bytes readers can already read).
+public enum ImageSource: Sendable {
+    case memory(CachedImage)
+    case disk(CacheRecord)
+    case download(Download)
+
+    /// The image's metadata as known now (nil for a transfer whose size is not known yet).
+    public var metadata: ImageMetadata? {
+        switch self {
+        case .memory(let image): image.metadata
+        case .disk(let record): record.metadata
+        case .download(let download): download.currentMetadata
+        }
+    }
+
+    /// How long the stored response was fresh for (0 for a transfer).
+    var lifetime: TimeInterval {
+        switch self {
+        case .memory(let image): max(0, image.expiresAt.timeIntervalSince(image.validatedAt))
+        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.fetchedAt))
+        case .download: 0
+        }
+    }
+
+    /// The conditional request that revalidates this cached copy of `url` (a plain one when nothing validates it).
+    func validators(for url: ImageURL) -> FetchRequest {
+        guard let metadata else { return FetchRequest(url: url) }
+        return FetchRequest(url: url, etag: metadata.etag, lastModified: metadata.lastModified)
+    }
+}
