@@ -62,8 +62,8 @@ public final class FuseMount {
         }
         operations.parallelLookupsRequested = imgfs_fuse_install_init_hooks(session, passthrough.requested)
         if operations.parallelLookupsRequested && passthrough.requested {
-            operations.passthrough = PassthroughOpens(session: session, availability: passthrough, logger: logger)
-            operations.pageCacheProbe = PageCacheProbe(session: session)
+            operations.passthrough = PassthroughOpens(session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger)
+            operations.pageCacheProbe = PageCacheProbe(session: FuseSessionPointer(raw: session))
         }
         if !operations.parallelLookupsRequested {
             logger.warning("cannot ask the kernel for parallel lookups; lookups will not wait for the network")
@@ -103,39 +103,40 @@ public final class FuseMount {
 }
 
 /// Sends invalidation notices to the kernel from non-FUSE threads, until the session closes.
-private final class SessionNotifier: @unchecked Sendable {
-    private let session: OpaquePointer
-    private let lock = NSLock()
-    private var open = true
+///
+/// Guarantees: the session is used only under the lock and never after ``close()``.
+private final class SessionNotifier: Sendable {
+    /// The session while it is open; nil once closed.
+    private let session: Locked<OpaquePointer?>
 
     init(session: OpaquePointer) {
-        self.session = session
+        self.session = Locked(session)
     }
 
     /// Drops the kernel's cached pages and attributes of `inode`.
     func invalidate(_ inode: UInt64) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard open else { return }
-        fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+        session.withLock { session in
+            guard let session else { return }
+            fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+        }
     }
 
     /// Puts `slice` (from offset 0) into the kernel's page cache of `inode`, marked up to date.
     func store(_ inode: UInt64, _ slice: ImageSlice) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard open else { return }
-        slice.withSegments { pieces in
-            if pieces.count == 1 {
-                send(inode, pieces[0])
-            } else {
-                let joined = pieces.flatMap { Array($0) }
-                joined.withUnsafeBytes { send(inode, $0) }
+        session.withLock { session in
+            guard let session else { return }
+            slice.withSegments { pieces in
+                if pieces.count == 1 {
+                    Self.send(session, inode, pieces[0])
+                } else {
+                    let joined = pieces.flatMap { Array($0) }
+                    joined.withUnsafeBytes { Self.send(session, inode, $0) }
+                }
             }
         }
     }
 
-    private func send(_ inode: UInt64, _ bytes: UnsafeRawBufferPointer) {
+    private static func send(_ session: OpaquePointer, _ inode: UInt64, _ bytes: UnsafeRawBufferPointer) {
         var vector = fuse_bufvec()
         vector.count = 1
         vector.idx = 0
@@ -149,8 +150,6 @@ private final class SessionNotifier: @unchecked Sendable {
     }
 
     func close() {
-        lock.lock()
-        open = false
-        lock.unlock()
+        session.withLock { $0 = nil }
     }
 }

@@ -7,6 +7,8 @@ import Synchronization
 
 /// The low-level FUSE callbacks: each turns one kernel request into one ``ImageFilesystem`` call and its answer into
 /// exactly one reply. Nothing here decides what the filesystem means.
+/// Unchecked `Sendable`: its few `var`s are set once while the session is built, before the loop starts, and only
+/// read afterwards.
 final class FuseOperations: @unchecked Sendable {
     let filesystem: ImageFilesystem
     let logger: Logger
@@ -250,6 +252,8 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 
 /// The answer to an open, kept until the file's size is known (the kernel's `fuse_file_info` lives only during the
 /// callback).
+/// Unchecked `Sendable`: it holds a copy of the kernel's `fuse_file_info`, a plain C struct whose pointer-free fields
+/// are only read.
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
     let inode: UInt64

@@ -6,11 +6,11 @@ import ImgfsCore
 ///
 /// Guarantees: each probe's answer is delivered exactly once: true when the page is cached, false when it is not or
 /// when the kernel cannot be asked (the inode is not in its cache: then neither are its pages).
-final class PageCacheProbe: @unchecked Sendable {
-    private let session: OpaquePointer
+final class PageCacheProbe: Sendable {
+    private let session: FuseSessionPointer
     private let pending = Locked<(next: UInt, answers: [UInt: @Sendable (Bool) -> Void])>((1, [:]))
 
-    init(session: OpaquePointer) {
+    init(session: FuseSessionPointer) {
         self.session = session
     }
 
@@ -21,7 +21,7 @@ final class PageCacheProbe: @unchecked Sendable {
             state.answers[state.next] = answer
             return state.next
         }
-        let result = fuse_lowlevel_notify_retrieve(session, fuse_ino_t(inode), 4096, 0,
+        let result = fuse_lowlevel_notify_retrieve(session.raw, fuse_ino_t(inode), 4096, 0,
                                                    UnsafeMutableRawPointer(bitPattern: cookie))
         if result != 0, let answer = take(cookie) { answer(false) }
     }

@@ -15,7 +15,7 @@ import Logging
 /// open of an inode whose bytes changed while passthrough opens existed is answered with passthrough too, but with
 /// its reads sent to imgfs (the new bytes); once the kernel refuses a registration for lack of privilege
 /// (CAP_SYS_ADMIN), no other is attempted.
-final class PassthroughOpens: @unchecked Sendable {
+final class PassthroughOpens: Sendable {
     /// How one open is answered.
     enum Mode: Equatable {
         case pageCache
@@ -28,12 +28,12 @@ final class PassthroughOpens: @unchecked Sendable {
         case passthrough(opens: Int, backingId: Int32, body: KernelReadableBody)
     }
 
-    private let session: OpaquePointer
+    private let session: FuseSessionPointer
     private let availability: PassthroughAvailability
     private let logger: Logger
     private let modes = Locked<[UInt64: InodeMode]>([:])
 
-    init(session: OpaquePointer, availability: PassthroughAvailability, logger: Logger) {
+    init(session: FuseSessionPointer, availability: PassthroughAvailability, logger: Logger) {
         self.session = session
         self.availability = availability
         self.logger = logger
@@ -61,7 +61,7 @@ final class PassthroughOpens: @unchecked Sendable {
                 return .passthrough(backingId: backingId, readsFromDaemon: body?.identity != registered.identity)
             case nil:
                 if let body, !pagesCached, availability.isUsable {
-                    let backingId = imgfs_fuse_backing_open(session, body.descriptor)
+                    let backingId = imgfs_fuse_backing_open(session.raw, body.descriptor)
                     if backingId > 0 {
                         modes[inode] = .passthrough(opens: 1, backingId: backingId, body: body)
                         return .passthrough(backingId: backingId, readsFromDaemon: false)
@@ -90,7 +90,7 @@ final class PassthroughOpens: @unchecked Sendable {
                 }
                 modes[inode] = nil
                 // Dropped under the lock: a later open of this inode registers anew only after this id is gone.
-                let result = imgfs_fuse_backing_close(session, backingId)
+                let result = imgfs_fuse_backing_close(session.raw, backingId)
                 return result == 0 ? nil : -result
             case nil:
                 return nil

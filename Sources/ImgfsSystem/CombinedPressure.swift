@@ -6,7 +6,7 @@ import ImgfsCore
 /// while the handler runs is dropped, since the running call already answers it); `stop` stops every source and then
 /// waits for a running call, so no call is made after it returns. `start` while started is ignored; after `stop`, a
 /// new `start` restarts the sources that allow it (`ManualPressure`; PSI and MemAvailable sources stay stopped).
-public final class CombinedPressure: MemoryPressureSource, @unchecked Sendable {
+public final class CombinedPressure: MemoryPressureSource, Sendable {
     /// The combined sources, in the order they are started and stopped.
     public let sources: [any MemoryPressureSource]
     private let gate = HandlerGate()

@@ -6,7 +6,7 @@ import Synchronization
 /// Guarantees: the handler never runs twice at once (a call arriving while another runs is dropped, since the running
 /// one already answers the pressure, and so is a nested call from inside the handler); after `close` returns no call
 /// is running or will start, except that `close` called from inside the handler returns at once.
-final class HandlerGate: @unchecked Sendable {
+final class HandlerGate: Sendable {
     typealias Handler = @Sendable (_ reason: String) -> Void
 
     private struct State {

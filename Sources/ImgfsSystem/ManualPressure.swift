@@ -6,7 +6,7 @@ import ImgfsCore
 /// that arrives while the handler runs, or from inside it, is dropped and returns false); after `stop` returns no call
 /// runs or starts. It can be started again after `stop`. Not async-signal-safe: do not call `fire` from a signal
 /// handler itself.
-public final class ManualPressure: MemoryPressureSource, @unchecked Sendable {
+public final class ManualPressure: MemoryPressureSource, Sendable {
     private let gate = HandlerGate()
 
     /// A source that is not started yet.

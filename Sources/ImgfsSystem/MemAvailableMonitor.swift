@@ -12,7 +12,7 @@ import Synchronization
 /// `onPressure` is called only from the monitor's own thread (never twice at once), which has SIGINT, SIGTERM and
 /// SIGHUP blocked; `stop` wakes and joins that thread, is idempotent, and no call is made after it returns. A monitor
 /// is started once; after `stop` it stays stopped. Unreadable files are skipped (logged once).
-public final class MemAvailableMonitor: MemoryPressureSource, @unchecked Sendable {
+public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
     /// The files read on each tick.
     public let files: MemoryFiles
     /// The MemAvailable level (bytes) under which memory counts as short; nil for max(5 % of MemTotal, 256 MiB).

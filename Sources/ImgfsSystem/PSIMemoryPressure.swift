@@ -11,7 +11,7 @@ import Synchronization
 /// that thread and closes every descriptor, is idempotent, and no call is made after it returns. If the pressure file
 /// goes away (POLLERR, the cgroup was removed) the thread logs it and ends. A source is started once; after `stop` it
 /// stays stopped. The thread has SIGINT, SIGTERM and SIGHUP blocked.
-public final class PSIMemoryPressure: MemoryPressureSource, @unchecked Sendable {
+public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
     /// The pressure file the trigger is registered on.
     public let path: String
     /// The trigger text written to it, such as "some 150000 2000000".

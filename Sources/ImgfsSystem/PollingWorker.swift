@@ -2,7 +2,7 @@ import Glibc
 
 /// A worker thread plus a wake-up pipe whose read end the thread includes in its `poll` set, so `stop` can interrupt
 /// a blocking poll at once.
-final class PollingWorker: @unchecked Sendable {
+final class PollingWorker: Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let thread: WorkerThread

@@ -2,7 +2,7 @@ import Glibc
 
 /// A joinable POSIX thread that starts with SIGINT, SIGTERM and SIGHUP blocked, so those signals keep going to the
 /// daemon's main thread.
-final class WorkerThread: @unchecked Sendable {
+final class WorkerThread: Sendable {
     private final class Body {
         let name: String
         let run: @Sendable () -> Void

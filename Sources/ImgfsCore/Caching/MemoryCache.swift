@@ -3,7 +3,7 @@
 /// Guarantees: the bytes of the images it holds never exceed `budget` (an image larger than the budget is not kept);
 /// dropping an entry (eviction, purge) never disturbs a reader that is using it: readers hold their own reference to
 /// the bytes, which are freed when the last reader is done. Thread safe.
-public final class MemoryCache: @unchecked Sendable {
+public final class MemoryCache: Sendable {
     /// Counters since the cache was made.
     public struct Counters: Codable, Equatable, Sendable {
         public var hits = 0

@@ -6,7 +6,7 @@ import Foundation
 /// has arrived (streaming), with the bytes clamped to the image's end; once the download fails every waiter gets the
 /// error, also readers of ranges that had arrived before (a partial body is never handed out as a whole one); a body
 /// shorter than its Content-Length is a failure.
-public final class Download: TransferObserving, @unchecked Sendable {
+public final class Download: TransferObserving, Sendable {
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
     public typealias ReadReply = @Sendable (Result<ImageSlice, FetchError>) -> Void
 

@@ -6,7 +6,7 @@ import Foundation
 /// handed to ``withSegments(offset:count:_:)`` without a lock; storage grows in segments, never by copying. With
 /// ``FileBackedMemory`` the segments are successive parts of one file, whose descriptor ``completeDescriptor(size:)``
 /// hands out once all the bytes are there.
-public final class ImageBytes: @unchecked Sendable {
+public final class ImageBytes: Sendable {
     private struct Storage {
         var segments: [UnsafeMutableRawBufferPointer] = []
         /// Bytes written into the last segment.

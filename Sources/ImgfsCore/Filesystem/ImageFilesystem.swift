@@ -8,7 +8,7 @@ import Logging
 /// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
 /// for. A failure is reported the same whether or not lookup waited: the first getattr after it fails with it.
 /// Every asynchronous reply is called exactly once.
-public final class ImageFilesystem: @unchecked Sendable {
+public final class ImageFilesystem: Sendable {
     /// Timeouts the kernel is given.
     public struct Configuration: Sendable {
         /// Seconds names stay cached in the kernel.

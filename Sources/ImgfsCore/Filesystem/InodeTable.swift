@@ -20,7 +20,7 @@ public enum Node: Hashable, Sendable {
 ///
 /// Guarantees: one inode number per node while the kernel holds a reference; numbers are never reused within a mount;
 /// the fixed directories always resolve.
-public final class InodeTable: @unchecked Sendable {
+public final class InodeTable: Sendable {
     public static let rootInode: UInt64 = 1
     public static let imagesInode: UInt64 = 2
     public static let chunkRootInode: UInt64 = 3

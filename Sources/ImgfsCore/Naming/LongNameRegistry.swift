@@ -5,7 +5,7 @@ import Foundation
 /// Guarantees: a registered name resolves until the registry's directory is removed, across restarts (each entry is a
 /// small file named by the digest, written atomically); a name resolves only to a URL whose digest it is, so a
 /// tampered file cannot redirect a name to another URL.
-public final class LongNameRegistry: @unchecked Sendable {
+public final class LongNameRegistry: Sendable {
     private let directory: URL?
     private let known = Locked<[String: ImageURL]>([:])
 

@@ -26,7 +26,7 @@ import Logging
 /// The file layout is described at ``DiskCacheLayout``. Several instances may share a directory (each holds a
 /// shared `flock` on `v1/lock`; only an instance that is alone at startup removes young leftovers), but their size
 /// accounting is separate, so the limit is only kept for the files each one wrote.
-public final class DiskCache: @unchecked Sendable {
+public final class DiskCache: Sendable {
     // MARK: - State
 
     /// The most bytes of bodies the cache keeps.
@@ -34,11 +34,10 @@ public final class DiskCache: @unchecked Sendable {
     let layout: DiskCacheLayout
     let logger: Logger
     let options: DiskCacheOptions
-    /// Guards `index`; never held during disk I/O, and never taken before `writeLock` by a holder of it.
-    private let lock = NSLock()
-    private var index: DiskCacheIndex
+    /// The index, behind its lock: never held during disk I/O, and never taken before `writeLock` by a holder of it.
+    private let index: Locked<DiskCacheIndex>
     /// Serializes changes to the files, so that a key's files and its index entry change together.
-    private let writeLock = NSLock()
+    private let writeLock = Locked(())
     /// Holds the shared `flock` on `v1/lock` for the life of the instance.
     private let lockFD: Int32
 
@@ -65,7 +64,7 @@ public final class DiskCache: @unchecked Sendable {
             if exclusive { _ = try? DiskCacheIO.flock(lockFD, LOCK_SH, path: layout.lockPath) }
             var index = DiskCacheIndex(capacity: scan.entries.count)
             for entry in scan.entries { index.insert(entry) }
-            self.index = index
+            self.index = Locked(index)
             if scan.removedFiles > 0 {
                 logger.info("disk cache: removed \(scan.removedFiles) leftover files of interrupted writes")
             }
@@ -92,16 +91,12 @@ public final class DiskCache: @unchecked Sendable {
     /// Runs `body` with the index lock held. `body` must not do disk I/O or take `writeLock`.
     @discardableResult
     func withIndex<Result>(_ body: (inout DiskCacheIndex) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&index)
+        try index.withLock(body)
     }
 
     /// Runs `body` with the write lock held: no other change to the files runs meanwhile.
     func withWriteLock<Result>(_ body: () throws -> Result) rethrows -> Result {
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        return try body()
+        try writeLock.withLock { _ in try body() }
     }
 
     // MARK: - Statistics
