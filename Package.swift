@@ -2,7 +2,9 @@
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims                C interop only
-//   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
+//   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
+//                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
+//                             throws typed errors)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
@@ -40,6 +42,7 @@ let package = Package(
         .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore"]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims"]),
+        .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),
         .testTarget(
             name: "ImgfsCurlTests",
             dependencies: ["ImgfsCore", "ImgfsCurl", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")]

@@ -54,7 +54,7 @@ struct PrefetchTests {
 
         /// The start of the summary line, up to the MiB figure.
         var summaryStart: String {
-            let mebibytes = ProgressLine.fixed(Double(goodBytes) / 1_048_576, decimals: 2)
+            let mebibytes = String(format: "%.2f", Double(goodBytes) / 1_048_576)
             return "prefetched \(good.count) of \(urls.count) images (\(mebibytes) MiB in "
         }
     }

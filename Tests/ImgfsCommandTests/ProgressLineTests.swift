@@ -1,4 +1,4 @@
-import ImgfsCore
+@testable import imgfs
 import Testing
 
 @Suite("Progress line and summary of a batch")

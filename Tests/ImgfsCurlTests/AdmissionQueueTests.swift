@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsCurl
 import Testing
 
 @Suite("Admission queue")
