@@ -5,10 +5,10 @@
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
-//   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
-//   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
-//                             memfd memory for image bodies
+//                             memfd memory for image bodies, worker threads and their signal masks
+//   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
+//   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
 //   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
 import PackageDescription
 
@@ -28,8 +28,8 @@ let package = Package(
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
-        .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "CCurlShims", "CCurl"]),
-        .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "ImgfsSystem", "CCurlShims", "CCurl"]),
+        .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "ImgfsSystem", "CFuse", "CFuseShims"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",

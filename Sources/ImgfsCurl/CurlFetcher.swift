@@ -2,6 +2,7 @@ import CCurl
 import CCurlShims
 import Foundation
 import ImgfsCore
+import ImgfsSystem
 import Logging
 
 /// Fetches images with one libcurl multi handle driven by one thread of its own.
@@ -84,7 +85,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     // MARK: - The fetcher thread
 
     private func run() {
-        SignalMask.blockTerminationSignals()
+        TerminationSignals.block()
         var stillRunning: Int32 = 0
         while true {
             let (submitted, cancelled, stopping) = inbox.withLock { inbox in

@@ -2,6 +2,7 @@ import CFuse
 import CFuseShims
 import Foundation
 import ImgfsCore
+import ImgfsSystem
 import Logging
 
 /// A mounted ImageFilesystem: creates the FUSE session, mounts it, serves it on a pool of threads until it is
@@ -95,10 +96,7 @@ public final class FuseMount {
 
     private static func prepareSignals() {
         signal(SIGINT, SIG_DFL)
-        var set = sigset_t()
-        sigemptyset(&set)
-        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, signal) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        TerminationSignals.unblock()
     }
 }
 

@@ -29,9 +29,6 @@ final class PollingWorker: Sendable {
         wakeWrite = ends[1]
     }
 
-    /// Whether the calling thread is the worker thread.
-    var isCurrentThread: Bool { thread.isCurrent }
-
     /// Wakes the thread, waits for it to end (unless called from the thread itself) and closes the pipe. Call once;
     /// the body must check its own stop flag before polling again, since the pipe is closed afterwards.
     func stop() {

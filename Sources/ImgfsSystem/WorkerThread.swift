@@ -20,11 +20,7 @@ final class WorkerThread: Sendable {
     /// set with pthread_sigmask around pthread_create, so the thread has the termination signals blocked from its
     /// first instruction; the caller's mask is restored afterwards.
     init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
-        var blocked = sigset_t()
-        sigemptyset(&blocked)
-        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&blocked, signal) }
-        var previous = sigset_t()
-        pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+        let previous = TerminationSignals.block()
         let box = Unmanaged.passRetained(Body(name: name, body))
         var handle = pthread_t()
         let result = pthread_create(&handle, nil, { raw in
@@ -34,7 +30,7 @@ final class WorkerThread: Sendable {
             body.run()
             return nil
         }, box.toOpaque())
-        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        TerminationSignals.restore(previous)
         guard result == 0 else {
             box.release()
             throw SystemCallError(call: "pthread_create", code: result)
