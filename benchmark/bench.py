@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The imgfs benchmark driver (run through mount-scripts/bench, which installs, builds and cleans up).
+"""The imgfs benchmark driver (run through benchmark/bench, which installs, builds and cleans up).
 
 Builds a corpus of real images from Debian packages on a tmpfs, serves it with a private nginx on 127.0.0.1, and
 reads it through imgfs, httpdirfs and rclone mount with one reader (a Python thread pool), against the limits:
@@ -23,7 +23,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repetition, a smaller corpus (development)")
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default 3, 1 with --quick)")
-    parser.add_argument("--workdir", help="an empty scratch directory this run owns (made by mount-scripts/bench)")
+    parser.add_argument("--workdir", help="an empty scratch directory this run owns (made by benchmark/bench)")
     parser.add_argument("--imgfs", help="the imgfs binary (release build)")
     parser.add_argument("--results", help="where to write the results file")
     parser.add_argument("--systems", default="imgfs,imgfs-6,httpdirfs,rclone")
@@ -33,7 +33,7 @@ def main():
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
     args = parser.parse_args()
     if not (args.workdir and args.imgfs and args.results):
-        parser.error("--workdir, --imgfs and --results are required (run mount-scripts/bench)")
+        parser.error("--workdir, --imgfs and --results are required (run benchmark/bench)")
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")

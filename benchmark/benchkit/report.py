@@ -253,7 +253,7 @@ def write_results(bench, table, ratios, targets):
             ["## Errors", ""] + [f"- {e}" for e in bench.results.errors] + [""])
     text += ["- drop caches: `sync; echo 3 > /proc/sys/vm/drop_caches`",
              f"- delay line (20 ms variant): `{' '.join(bench.delay.command) if bench.delay else 'not run'}`",
-             "- readers: `mount-scripts/bench.py` read_all(): os.open + os.readv into a pre-allocated buffer until "
+             "- readers: `benchmark/bench.py` read_all(): os.open + os.readv into a pre-allocated buffer until "
              "EOF, N threads taking the next file; sha256 checked after the clock stops", "",
              "nginx configuration:", "", "```nginx", bench.origin.conf.rstrip(), "```", ""]
     os.makedirs(bench.args.results, exist_ok=True)

@@ -1,0 +1,1 @@
+"""The pieces of the imgfs benchmark (benchmark/bench.py is the driver)."""

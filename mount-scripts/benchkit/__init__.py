@@ -1,1 +1,0 @@
-"""The pieces of the imgfs benchmark (mount-scripts/bench.py is the driver)."""
