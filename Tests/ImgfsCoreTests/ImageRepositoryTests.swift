@@ -15,9 +15,10 @@ struct ImageRepositoryTests {
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         configuration.limits.requireImage = false
-        configuration.diskWrites.quietPeriod = 0  // settle() waits a fixed time for the write
+        // Disk writes run inline, so a body is on disk once its transfer has been answered.
         return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
-                               configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now })
+                               configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now },
+                               diskWriter: InlineWorker())
     }
 
     func read(_ repository: ImageRepository, _ url: ImageURL? = nil) -> Result<[UInt8], FetchError>? {
@@ -25,9 +26,6 @@ struct ImageRepositoryTests {
         repository.read(url ?? self.url, offset: 0, count: 1 << 20) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
         return replies.all.first
     }
-
-    /// Waits for the background disk write of the last transfer.
-    func settle() { Thread.sleep(forTimeInterval: 0.05) }
 
     @Test("32 concurrent callers of one URL share one transfer; a fragment is not part of it")
     func dedup() async throws {
@@ -45,7 +43,6 @@ struct ImageRepositoryTests {
         let first = repository()
         _ = first.prepare(url)
         fetcher.respond(0, body: [1, 2, 3])
-        settle()
         #expect(read(first) == .success([1, 2, 3]))
         #expect(first.statistics().memory.hits >= 1)
         #expect(disk.record(forKey: url.cacheKey)?.size == 3)
@@ -61,7 +58,6 @@ struct ImageRepositoryTests {
         let repository = repository()
         _ = repository.prepare(url)
         fetcher.respond(0, body: [7, 7], etag: "\"v1\"")
-        settle()
         clock.advance(61)
         #expect(try repository.prepare(url).get() == nil, "the lookup does not wait for the revalidation")
         #expect(fetcher.transfers.count == 2)
@@ -79,7 +75,6 @@ struct ImageRepositoryTests {
         let repository = repository()
         _ = repository.prepare(url)
         fetcher.respond(0, body: [5])
-        settle()
         clock.advance(61)
         let replies = Replies<Int>()
         repository.metadata(url, refresh: true) { replies.record((try? $0.get())?.size ?? -1) }
@@ -106,12 +101,10 @@ struct ImageRepositoryTests {
         let warm = repository()
         _ = warm.prepare(url)
         fetcher.respond(0, body: [1])
-        settle()
         let reloading = repository(policy: .reload)
         _ = reloading.prepare(url)
         #expect(fetcher.transfers.count == 2 && !fetcher.transfers[1].request.isConditional)
         fetcher.respond(1, body: [2])
-        settle()
         _ = reloading.prepare(url)
         #expect(fetcher.transfers.count == 2)
         #expect(read(reloading) == .success([2]))
@@ -122,12 +115,10 @@ struct ImageRepositoryTests {
         let repository = repository(cacheControl: true)
         _ = repository.prepare(url)
         fetcher.respond(0, body: [1], cacheControl: "no-store")
-        settle()
         #expect(disk.record(forKey: url.cacheKey) == nil)
         let other = try ImageURL("http://127.0.0.1/b.png")
         _ = repository.prepare(other)
         fetcher.respond(1, body: [2], etag: "\"b\"", cacheControl: "max-age=0")
-        settle()
         _ = repository.prepare(other)
         #expect(fetcher.transfers.count == 3 && fetcher.transfers[2].request.etag == "\"b\"")
     }
@@ -143,7 +134,6 @@ struct ImageRepositoryTests {
         _ = repository.prepare(url)
         #expect(fetcher.transfers.count == 2)
         fetcher.respond(1, body: [9, 9])
-        settle()
         let restarted = self.repository()
         disk.corrupt(url.cacheKey)
         let replies = Replies<Result<[UInt8], FetchError>>()

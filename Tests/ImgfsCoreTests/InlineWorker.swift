@@ -1,0 +1,8 @@
+import ImgfsCore
+
+/// A ``SerialWorker`` that runs each item at once on the caller's thread: the repository's disk writes are then done
+/// when the transfer's completion returns, so tests need not wait for them.
+struct InlineWorker: SerialWorker {
+    func submit(_ work: @escaping @Sendable () -> Void) { work() }
+    func drain() {}
+}
