@@ -39,7 +39,7 @@ let package = Package(
             ]
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
-        .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore"]),
+        .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims"]),
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),

@@ -1,5 +1,6 @@
 import Foundation
 import ImgfsCore
+import ImgfsTestSupport
 import Synchronization
 import Testing
 
@@ -22,17 +23,12 @@ struct DiskWriteYieldTests {
 
     /// Keeps asking `repository` for a cached image every 10 ms for `seconds`.
     func keepReading(_ repository: ImageRepository, for seconds: TimeInterval) {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            repository.read(url, offset: 0, count: 1) { _ in }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        Poll.repeatedly(for: seconds) { repository.read(url, offset: 0, count: 1) { _ in } }
     }
 
     /// Waits (up to 10 s) until the fake disk holds `url`'s record, without flushing.
     func waitForDiskRecord(of url: ImageURL) {
-        let end = Date().addingTimeInterval(10)
-        while disk.record(forKey: url.cacheKey) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        Poll.until { disk.record(forKey: url.cacheKey) != nil }
     }
 
     @Test("a write waits while requests keep coming, and happens once they pause")
@@ -74,7 +70,7 @@ struct DiskWriteYieldTests {
         _ = repository.prepare(url)
         _ = repository.prepare(other)
         fetcher.respond(0, body: [1, 2, 3])
-        Thread.sleep(forTimeInterval: 0.4)
+        Poll.elapse(0.4)
         #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs, though no request came")
         fetcher.respond(1, body: [4, 5, 6, 7])
         waitForDiskRecord(of: url)
@@ -121,7 +117,7 @@ struct DiskWriteYieldTests {
         _ = repository.prepare(url)
         _ = repository.prepare(other)
         fetcher.respond(0, body: [1, 2, 3])
-        Thread.sleep(forTimeInterval: 0.3)
+        Poll.elapse(0.3)
         #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs")
         let replies = Replies<[UInt8]?>()
         repository.read(url, offset: 0, count: 3) { replies.record(try? $0.get().bytes.copyBytes(offset: $0.get().offset, count: 3)) }
@@ -139,8 +135,10 @@ struct DiskWriteYieldTests {
         _ = repository.prepare(url)
         _ = repository.prepare(other)
         fetcher.respond(0, body: [1, 2, 3])
-        Thread.sleep(forTimeInterval: 0.8)
+        let started = Date()
+        waitForDiskRecord(of: url)
         #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written within the maximum delay")
+        #expect(Date().timeIntervalSince(started) < 5, "written while the other transfer still runs")
     }
 
     @Test("small bodies are written at once while those waiting exceed the hold limit")
@@ -149,8 +147,8 @@ struct DiskWriteYieldTests {
         _ = repository.prepare(url)
         _ = repository.prepare(other)
         fetcher.respond(0, body: [1, 2, 3])
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(disk.record(forKey: url.cacheKey)?.size == 3)
+        waitForDiskRecord(of: url)
+        #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written although a transfer still runs")
     }
 
     @Test("a flush (at unmount) writes at once what waits for transfers or for a pause")
@@ -159,7 +157,6 @@ struct DiskWriteYieldTests {
         _ = repository.prepare(url)
         _ = repository.prepare(other)
         fetcher.respond(0, body: [1, 2, 3])
-        Thread.sleep(forTimeInterval: 0.1)
         let started = Date()
         repository.flushDiskWrites()
         #expect(Date().timeIntervalSince(started) < 5, "the transfer still runs; the write did not wait for it")
