@@ -75,7 +75,7 @@ struct NewcomerCacheTests {
         let second = try MountedImgfs(arguments: ["--expire", "1"], cacheDirectory: cache.path)
         defer { second.stop() }
         let file = second.path(url)
-        let value = try sh("getfattr --only-values -n user.imgfs.expires_at '\(file)'").output
+        let value = try sh("getfattr --absolute-names --only-values -n user.imgfs.expires_at '\(file)'").output
         let expiresAt = try #require(ISO8601DateFormatter().date(from: value), "expires_at: \(value)")
         #expect(expiresAt < fetchedAt + 60, "expires_at is the fetch time + the current --expire: \(value)")
         wait(until: fetchedAt + 1.5)

@@ -7,7 +7,7 @@ extension ImageRepository {
     func finished(_ download: Download, key: String, fallback: Source?, error: FetchError?) {
         let url = download.url
         if let error {
-            recordFailure(key, error, announcedSize: download.head?.contentLength)
+            recordFailure(key, error)
             logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])
             if fallback != nil {
                 if error.meansGone {
@@ -27,8 +27,8 @@ extension ImageRepository {
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         let decision = configuration.expiry.decide(for: head, now: now())
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
-        let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt),
-                                     forKey: key)
+        let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
+                                                 expiryFromHeaders: decision.fromHeaders), forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
@@ -38,7 +38,8 @@ extension ImageRepository {
         }
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
-                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
+                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: now(),
+                                 expiryFromHeaders: decision.fromHeaders)
         let queuedAt = DispatchTime.now().uptimeNanoseconds
         let large = metadata.size > configuration.diskWriteYieldSize
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
@@ -81,7 +82,8 @@ extension ImageRepository {
             if record.size <= memory.budget {
                 let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: configuration.bodyMemory)
                 memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
-                                          expiresAt: record.expiresAt), forKey: record.key)
+                                          expiresAt: record.expiresAt, validatedAt: record.lastValidated,
+                                          expiryFromHeaders: record.expiryFromHeaders), forKey: record.key)
                 return reply(.success(Self.slice(bytes, size: record.size, offset, count)))
             }
             let piece = try disk.read(key: record.key, offset: offset, count: count)
@@ -100,25 +102,29 @@ extension ImageRepository {
         // A 304 that says nothing about freshness keeps the lifetime the stored response had (HTTP: a 304 updates
         // only the headers it carries).
         let saysFreshness = head.cacheControl != nil || head.hasExpires || !configuration.expiry.honorsCacheControl
-        let expiresAt = saysFreshness ? configuration.expiry.decide(for: head, now: validatedAt).expiresAt
-            : validatedAt + Self.lifetime(of: fallback)
+        let decision = configuration.expiry.decide(for: head, now: validatedAt)
+        let expiresAt = saysFreshness ? decision.expiresAt : validatedAt + Self.lifetime(of: fallback)
+        let fromHeaders = saysFreshness ? decision.fromHeaders : Self.expiryFromHeaders(of: fallback)
         countNotModified()
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
             memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: configuration.bodyMemory), metadata: record.metadata,
-                                      expiresAt: expiresAt, validatedAt: validatedAt), forKey: key)
+                                      expiresAt: expiresAt, validatedAt: validatedAt, expiryFromHeaders: fromHeaders),
+                          forKey: key)
         }
         memory.update(key) { image in
             image.expiresAt = expiresAt
             image.validatedAt = validatedAt
+            image.expiryFromHeaders = fromHeaders
             image.metadata.etag = head.etag ?? image.metadata.etag
         }
-        if case .disk(var record) = fallback {
+        let stored: CacheRecord?
+        if case .disk(let record) = fallback { stored = record } else { stored = disk?.record(forKey: key) }
+        if var record = stored {
             record.expiresAt = expiresAt
+            record.validatedAt = validatedAt
+            record.expiryFromHeaders = fromHeaders
             record.etag = head.etag ?? record.etag
-            try? disk?.update(record)
-        } else if var record = disk?.record(forKey: key) {
-            record.expiresAt = expiresAt
             try? disk?.update(record)
         }
         logger.info("revalidated: 304 Not Modified, fresh until \(expiresAt)", metadata: ["url": "\(download.url)"])
@@ -129,8 +135,17 @@ extension ImageRepository {
     static func lifetime(of source: Source) -> TimeInterval {
         switch source {
         case .memory(let image): max(0, image.expiresAt.timeIntervalSince(image.validatedAt))
-        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.fetchedAt))
+        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.lastValidated))
         case .download: 0
+        }
+    }
+
+    /// Whether the stored response's expiry came from its headers.
+    static func expiryFromHeaders(of source: Source) -> Bool? {
+        switch source {
+        case .memory(let image): image.expiryFromHeaders
+        case .disk(let record): record.expiryFromHeaders
+        case .download: nil
         }
     }
 
@@ -157,16 +172,27 @@ extension ImageRepository {
 // MARK: - Bookkeeping
 
 extension ImageRepository {
-    func recordFailure(_ key: String, _ error: FetchError, announcedSize: Int?) {
+    func recordFailure(_ key: String, _ error: FetchError) {
         withState { state in
             state.counters.failures += 1
             state.counters.errorsByKind[error.kind, default: 0] += 1
             // A transfer called off because nobody wanted it is not the origin's fault: nothing to remember.
             guard error != .cancelled else { return }
-            state.failures[key] = (error, now(), announcedSize)
+            state.failures[key] = (error, now())
             if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
             state.lastErrors[key] = error
         }
+    }
+
+    /// A URL the address policy refuses: remembered as its last error (for `imgfs why`), logged, not fetched.
+    func refused(_ key: String, _ url: ImageURL, _ refusal: String) -> FetchError {
+        let error = FetchError.refused(refusal)
+        let first = withState { state in
+            defer { state.lastErrors[key] = error }
+            return state.lastErrors[key] != error
+        }
+        if first { logger.warning("refused: \(refusal); neither fetched nor served from the cache", metadata: ["url": "\(url)"]) }
+        return error
     }
 
     func clearLastError(_ key: String) {

@@ -12,6 +12,7 @@ import Synchronization
 ///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
 ///   and the log says so; a 404 or 410 drops it.
 /// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
+/// - A URL whose host the address policy refuses is refused whether or not it is cached.
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
 ///   `failureMemory.transient`; within that time the error is answered without a request.
 /// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache
@@ -29,6 +30,9 @@ public final class ImageRepository: @unchecked Sendable {
         public var minimumFreshness: TimeInterval = 1
         /// What a body must satisfy (size cap, image signature).
         public var limits = Download.Limits()
+        /// Hosts whose images are not served, from the network or from the caches (`--allow-host`,
+        /// `--deny-private-networks`): a cached image of a host the mount now refuses is refused too.
+        public var addressPolicy = AddressPolicy()
         /// Background writes of large bodies yield to readers: a write of more than `diskWriteYieldSize` bytes waits,
         /// before each step, until no request has come for `diskWriteQuietPeriod` and no transfer runs…
         public var diskWriteYieldSize = 1 << 20
@@ -74,7 +78,7 @@ public final class ImageRepository: @unchecked Sendable {
 
     struct State {
         var inFlight: [String: InFlight] = [:]
-        var failures: [String: (error: FetchError, at: Date, size: Int?)] = [:]
+        var failures: [String: (error: FetchError, at: Date)] = [:]
         /// Keys fetched in this session (for the reload policy).
         var fetchedThisSession: Set<String> = []
         var counters = RepositoryCounters()
@@ -297,7 +301,9 @@ public final class ImageRepository: @unchecked Sendable {
             logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
         case .expired:
             let now = now()
-            for key in memory.keys where (memory.peek(key)?.expiresAt ?? .distantFuture) <= now { memory.remove(key) }
+            for key in memory.keys where memory.peek(key).map({ configuration.expiry.expiry(of: $0) <= now }) ?? false {
+                memory.remove(key)
+            }
             let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
             logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
         }
@@ -323,14 +329,9 @@ public final class ImageRepository: @unchecked Sendable {
                                     diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
     }
 
-    /// The failure remembered for `url` (within its failure memory) when no cached copy exists, with the size the
-    /// failed response had announced (nil when it never got that far); never fetches.
-    public func knownFailure(_ url: ImageURL) -> (error: FetchError, announcedSize: Int?)? {
-        guard memory.peek(url.cacheKey) == nil, disk?.record(forKey: url.cacheKey) == nil else { return nil }
-        return state.withLock { state in
-            guard state.inFlight[url.cacheKey] == nil, let error = _recentFailure(url.cacheKey, &state) else { return nil }
-            return (error, state.failures[url.cacheKey]?.size)
-        }
+    /// The last failure of the URL cached under `key` until it is fetched successfully (for `imgfs why`); never fetches.
+    public func lastError(forKey key: String) -> FetchError? {
+        state.withLock { $0.lastErrors[key] }
     }
 
     /// What is known about `url` now, without fetching anything (for extended attributes).
@@ -338,10 +339,12 @@ public final class ImageRepository: @unchecked Sendable {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.lastErrors[key]) }
         if let image = memory.peek(key) {
-            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: image.expiresAt, error: error)
+            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: configuration.expiry.expiry(of: image),
+                               error: error)
         }
         if let record = disk?.record(forKey: key) {
-            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: record.expiresAt, error: error)
+            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: configuration.expiry.expiry(of: record),
+                               error: error)
         }
         if let flight {
             return ImageReport(source: .network, metadata: flight.download.currentMetadata, expiresAt: nil, error: error)
@@ -361,6 +364,9 @@ public final class ImageRepository: @unchecked Sendable {
     func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
         lastRequest.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let key = url.cacheKey
+        if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
+            return reply(.failure(refused(key, url, refusal)))
+        }
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
         let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? cachedSource(key, counting: true) : nil
         let step = state.withLock { state -> Step in
@@ -442,7 +448,7 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     private func _recentFailure(_ key: String, _ state: inout State) -> FetchError? {
-        guard let (error, at, _) = state.failures[key] else { return nil }
+        guard let (error, at) = state.failures[key] else { return nil }
         let memory = error.meansGone || error.isUnresolvable ? configuration.failureMemory.permanent : configuration.failureMemory.transient
         if now().timeIntervalSince(at) < memory { return error }
         state.failures[key] = nil
@@ -456,8 +462,9 @@ public final class ImageRepository: @unchecked Sendable {
 
     private func isFresh(_ source: Source) -> Bool {
         switch source {
-        case .memory(let image): now() < max(image.expiresAt, image.validatedAt + configuration.minimumFreshness)
-        case .disk(let record): now() < record.expiresAt
+        case .memory(let image):
+            now() < max(configuration.expiry.expiry(of: image), image.validatedAt + configuration.minimumFreshness)
+        case .disk(let record): now() < configuration.expiry.expiry(of: record)
         case .download: true
         }
     }
