@@ -25,10 +25,13 @@ extension ImageRepository {
         }
         clearLastError(key)
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
-        let decision = configuration.expiry.decide(for: head, now: now())
+        // The repository's clock dates the copy: freshness is computed from it at every use.
+        let decidedAt = now()
+        let decision = configuration.expiry.decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
         let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
-                                                 expiryFromHeaders: decision.fromHeaders), forKey: key)
+                                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders),
+                                     forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
@@ -38,8 +41,8 @@ extension ImageRepository {
         }
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
-                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: now(),
-                                 expiryFromHeaders: decision.fromHeaders)
+                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
+                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders)
         let queuedAt = DispatchTime.now().uptimeNanoseconds
         let large = metadata.size > configuration.diskWriteYieldSize
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
