@@ -133,5 +133,11 @@ struct NewcomerNameTests {
         #expect(proxy.requestCount("http://img.invalid/p.png") == 1, "asked the proxy for the absolute URL")
         #expect(PosixFile.read(mount.path("http://localhost:\(proxy.port)/direct.png")) == .success(icons[1]))
         #expect(proxy.requestCount("/direct.png") == 1, "no_proxy: connected directly")
+        mount.stop()
+        let denied = try MountedImgfs(arguments: ["--deny-private-networks"], environment: environment)
+        defer { denied.stop() }
+        #expect(PosixFile.read(denied.path("http://img.invalid/q.png")) == .failure(Errno(EACCES)),
+                "--deny-private-networks checks the proxy's address")
+        #expect(proxy.requestCount("http://img.invalid/q.png") == 0)
     }
 }
