@@ -76,6 +76,24 @@ struct NewcomerNameTests {
         #expect(try sh("ls '\(mount.mountPoint)/img'").output.isEmpty)
     }
 
+    @Test("a cached image the origin now says is gone stops existing: stat after the failed open is ENOENT, not the old size")
+    func goneAfterRevalidation() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let icon = try Fixtures.smallPNGs(1)[0]
+        origin.route("/soon-gone.png", .ok(icon, contentType: "image/png"))
+        let mount = try MountedImgfs(arguments: ["--expire", "1"])
+        defer { mount.stop() }
+        let file = mount.path(origin.baseURL + "/soon-gone.png")
+        #expect(PosixFile.read(file) == .success(icon))
+        #expect(PosixFile.size(file) == .success(icon.count))
+        origin.removeAllRoutes()
+        Thread.sleep(forTimeInterval: 1.2)  // the copy must expire (time itself is the condition)
+        #expect(PosixFile.read(file) == .failure(Errno(ENOENT)), "revalidated: 404 drops it")
+        #expect(PosixFile.size(file) == .failure(Errno(ENOENT)), "the kernel kept no attributes of it")
+        #expect(try sh("[ -e '\(file)' ]").status != 0)
+    }
+
     @Test("path --ext uses the image's signature, fetching it first; prefetch shows the daemon's reason and 'not a URL'")
     func extensionsAndReasons() throws {
         let origin = try TestOrigin()

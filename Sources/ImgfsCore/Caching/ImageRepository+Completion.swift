@@ -14,6 +14,8 @@ extension ImageRepository {
                     memory.remove(key)
                     disk?.remove(key: key)
                     logger.notice("the origin says the image is gone (\(error)); dropped the cached copy", metadata: ["url": "\(url)"])
+                    // The kernel must not keep the old attributes: the name no longer exists.
+                    contentChangeHandlerSnapshot()?(url)
                 } else {
                     countStaleServed()
                     logger.warning("origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",

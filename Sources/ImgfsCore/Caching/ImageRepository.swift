@@ -127,7 +127,7 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     /// Called (on the fetching thread, before anyone is served the new bytes) when a cached image is being replaced by a
-    /// new body from the origin.
+    /// new body from the origin, or dropped because the origin says it is gone (404, 410).
     public func onContentChanged(_ handler: @escaping @Sendable (ImageURL) -> Void) {
         contentChangeHandler.withLock { $0 = handler }
     }
