@@ -18,19 +18,7 @@ struct NameCommand: ParsableCommand {
     var names: [String]
 
     func run() throws {
-        var failed = false
-        for name in names {
-            do {
-                print(try url(for: name).string)
-            } catch let error as NameError {
-                FileHandle.standardError.write(Data("imgfs: \(name): \(URLText.describe(error))\n".utf8))
-                failed = true
-            } catch {
-                FileHandle.standardError.write(Data("imgfs: \(name): \(error)\n".utf8))
-                failed = true
-            }
-        }
-        if failed { throw ExitCode.failure }
+        try URLText.forEach(names) { name in print(try url(for: name).string) }
     }
 
     private func url(for name: String) throws -> ImageURL {

@@ -36,21 +36,11 @@ struct PathCommand: ParsableCommand {
     var fileUrl = false
 
     func run() throws {
-        var failed = false
         let mountPoint = try resolvedMount()
-        for text in try inputURLs() {
-            do {
-                let path = try path(for: ImageURL(text), mountPoint: mountPoint)
-                print(fileUrl ? FileURL.string(forPath: path) : path)
-            } catch let error as NameError {
-                FileHandle.standardError.write(Data("imgfs: \(text): \(URLText.describe(error))\n".utf8))
-                failed = true
-            } catch {
-                FileHandle.standardError.write(Data("imgfs: \(text): \(error)\n".utf8))
-                failed = true
-            }
+        try URLText.forEach(try inputURLs()) { text in
+            let path = try path(for: ImageURL(text), mountPoint: mountPoint)
+            print(fileUrl ? FileURL.string(forPath: path) : path)
         }
-        if failed { throw ExitCode.failure }
     }
 
     /// The mount point to print paths under: --mount, or with --file-url the only imgfs mount.
