@@ -22,10 +22,15 @@ struct CacheOptions: ParsableArguments {
     @Option(help: "How long a 404, 410 or unresolvable host is remembered, e.g. 60s.")
     var negativeTtl = "60s"
 
-    @Flag(help: "Remember failed URLs only for the second one use takes (its stat, open and reads): the next open tries again.")
+    @Flag(help: """
+        Remember failed URLs only for the second one use takes (its stat, open and reads): the next open tries again.
+        """)
     var retryFailed = false
 
-    @Option(help: "Remove images from the disk cache once they have been expired this long, e.g. 30d (default: keep them for offline use until --disk-limit evicts them).")
+    @Option(help: """
+        Remove images from the disk cache once they have been expired this long, e.g. 30d (default: keep them for \
+        offline use until --disk-limit evicts them).
+        """)
     var maxStale: String?
 
     func validate() throws {
@@ -63,7 +68,9 @@ struct CacheOptions: ParsableArguments {
     /// `--max-stale` in seconds, or nil when expired images stay until the disk cap evicts them.
     func keepExpired() throws -> TimeInterval? {
         guard let maxStale else { return nil }
-        guard let seconds = Quantity.seconds(maxStale) else { throw ValidationError("--max-stale: not a duration: \(maxStale)") }
+        guard let seconds = Quantity.seconds(maxStale) else {
+            throw ValidationError("--max-stale: not a duration: \(maxStale)")
+        }
         return seconds
     }
 }

@@ -15,7 +15,8 @@ enum DiskSweeper {
         timer.schedule(deadline: .now(), repeating: .seconds(600))
         timer.setEventHandler {
             let now = Date()
-            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: keepExpiredFor.map { now - $0 } ?? .distantPast)
+            let before = keepExpiredFor.map { now - $0 } ?? .distantPast
+            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: before)
             if entries > 0 {
                 logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
             }

@@ -4,7 +4,8 @@
 enum FstabOptions {
     static let flags: Set<String> = ["foreground", "cache-control", "retry-failed", "allow-any-type",
                                      "deny-private-networks", "insecure", "nonempty", "no-passthrough"]
-    static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl", "max-stale",
+    static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
+                                      "max-stale",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
                                       "timeout", "retries", "max-size", "allow-host", "log-level", "log-file"]
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",

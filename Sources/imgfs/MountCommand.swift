@@ -62,7 +62,8 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "imgfs")
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
-        let fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "imgfs/\(Imgfs.version)")
+        let fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
+                                                                userAgent: "imgfs/\(Imgfs.version)")
         let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()

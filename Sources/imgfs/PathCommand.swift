@@ -49,7 +49,7 @@ struct PathCommand: ParsableCommand {
         guard fileUrl else { return nil }
         let mounts = MountPoint.imgfsMounts()
         guard mounts.count == 1 else {
-            throw ValidationError("--file-url needs the mount point: pass --mount DIR (\(mounts.count) imgfs mounts found)")
+            throw ValidationError("--file-url needs the mount point: pass --mount DIR (\(mounts.count) mounts found)")
         }
         return mounts[0]
     }
@@ -93,12 +93,14 @@ struct PathCommand: ParsableCommand {
             defer { try? handle.close() }
             return try? handle.read(upToCount: ImageSignature.bytesNeeded)
         }
-        if let prefix, let name = ImageExtension.forSignature([UInt8](prefix)) { return try ImageURL(url.string + "#." + name) }
-        if let type = MountControl.get("user.imgfs.content_type", on: file), let name = ImageExtension.forContentType(type) {
+        let bySignature = prefix.flatMap { ImageExtension.forSignature([UInt8]($0)) }
+        let byType = MountControl.get("user.imgfs.content_type", on: file).flatMap(ImageExtension.forContentType)
+        if let name = bySignature ?? byType {
             return try ImageURL(url.string + "#." + name)
         }
         let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
-        FileHandle.standardError.write(Data("imgfs: \(url): no extension added: \(reason ?? "not a known image type")\n".utf8))
+        let message = "imgfs: \(url): no extension added: \(reason ?? "not a known image type")\n"
+        FileHandle.standardError.write(Data(message.utf8))
         return url
     }
 }

@@ -31,9 +31,9 @@ extension ImageRepository {
         let decidedAt = now()
         let decision = configuration.expiry.decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
-        let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
-                                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders),
-                                     forKey: key)
+        let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
+                                validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders)
+        let inMemory = memory.insert(image, forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
@@ -196,7 +196,10 @@ extension ImageRepository {
             defer { state.lastErrors[key] = error }
             return state.lastErrors[key] != error
         }
-        if first { logger.warning("refused: \(refusal); neither fetched nor served from the cache", metadata: ["url": "\(url)"]) }
+        if first {
+            logger.warning("refused: \(refusal); neither fetched nor served from the cache",
+                           metadata: ["url": "\(url)"])
+        }
         return error
     }
 

@@ -329,7 +329,8 @@ public final class ImageRepository: @unchecked Sendable {
                                     diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
     }
 
-    /// The last failure of the URL cached under `key` until it is fetched successfully (for `imgfs why`); never fetches.
+    /// The last failure of the URL cached under `key`, until it is fetched successfully (for `imgfs why`); never
+    /// fetches.
     public func lastError(forKey key: String) -> FetchError? {
         state.withLock { $0.lastErrors[key] }
     }
@@ -339,12 +340,12 @@ public final class ImageRepository: @unchecked Sendable {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.lastErrors[key]) }
         if let image = memory.peek(key) {
-            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: configuration.expiry.expiry(of: image),
-                               error: error)
+            let expiresAt = configuration.expiry.expiry(of: image)
+            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: expiresAt, error: error)
         }
         if let record = disk?.record(forKey: key) {
-            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: configuration.expiry.expiry(of: record),
-                               error: error)
+            let expiresAt = configuration.expiry.expiry(of: record)
+            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: expiresAt, error: error)
         }
         if let flight {
             return ImageReport(source: .network, metadata: flight.download.currentMetadata, expiresAt: nil, error: error)

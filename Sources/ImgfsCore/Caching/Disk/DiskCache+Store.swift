@@ -102,7 +102,10 @@ extension DiskCache {
             }
             let loaded = DiskCacheLoadedRecord(updated)
             withIndex {
-                $0.modify(key, generation: entry.generation) { $0.loaded = loaded; $0.expiresAt = options.expiry(updated) }
+                $0.modify(key, generation: entry.generation) {
+                    $0.loaded = loaded
+                    $0.expiresAt = options.expiry(updated)
+                }
             }
             if let failure { throw failure.error }
         }
