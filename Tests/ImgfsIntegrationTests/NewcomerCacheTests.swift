@@ -111,6 +111,31 @@ struct NewcomerCacheTests {
         #expect(PosixFile.read(allowed.path(url)) == .success(icon), "the copy is still there for a mount that allows it")
     }
 
+    @Test("a cached image of a host name is refused by --deny-private-networks when it came from a private address")
+    func connectedAddressIsRemembered() throws {
+        let cache = CachingIntegrationTests.SharedCache()
+        let proxy = try TestOrigin()
+        defer { proxy.stop() }
+        let icon = try Fixtures.smallPNGs(1)[0]
+        // Through a proxy on 127.0.0.1 the name never resolves: the connection (to the proxy) is to 127.0.0.1.
+        let url = "http://img.invalid/named.png"
+        proxy.route(url, .ok(icon, contentType: "image/png"))
+        var environment = ProcessInfo.processInfo.environment
+        environment["http_proxy"] = proxy.baseURL
+        let first = try MountedImgfs(cacheDirectory: cache.path, environment: environment)
+        #expect(PosixFile.read(first.path(url)) == .success(icon))
+        #expect(first.waitForStatistics { $0["repository.disk_entries"] == 1 })
+        first.stop()
+        environment["http_proxy"] = nil
+        let denied = try MountedImgfs(arguments: ["--deny-private-networks"], cacheDirectory: cache.path,
+                                      environment: environment)
+        defer { denied.stop() }
+        #expect(PosixFile.read(denied.path(url)) == .failure(Errno(EACCES)))
+        let why = try sh("'\(MountedImgfs.binary)' why --mount '\(denied.mountPoint)' '\(url)'")
+        #expect(why.output.contains("127.0.0.1 is loopback"), "\(why.output)")
+        #expect(proxy.totalRequests == 1)
+    }
+
     @Test("--retry-failed: a hanging URL costs one --stall-timeout per use, not two")
     func retryFailedTriesOncePerUse() throws {
         let origin = try TestOrigin()

@@ -12,15 +12,18 @@ public struct CachedImage: Sendable {
     public var validatedAt: Date
     /// Whether HTTP headers set `expiresAt` (see ``CacheRecord/expiryFromHeaders``); ``ExpiryPolicy`` decides at use.
     public var expiryFromHeaders: Bool?
+    /// The numeric address the bytes came from, when known (see ``CacheRecord/remoteAddress``).
+    public var remoteAddress: String?
 
     public init(url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date, validatedAt: Date? = nil,
-                expiryFromHeaders: Bool? = nil) {
+                expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil) {
         self.url = url
         self.bytes = bytes
         self.metadata = metadata
         self.expiresAt = expiresAt
         self.validatedAt = validatedAt ?? metadata.fetchedAt
         self.expiryFromHeaders = expiryFromHeaders
+        self.remoteAddress = remoteAddress
     }
 
     /// Cost in the memory budget.

@@ -32,7 +32,8 @@ extension ImageRepository {
         let decision = configuration.expiry.decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
         let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
-                                validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders)
+                                validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+                                remoteAddress: head.remoteAddress)
         let inMemory = memory.insert(image, forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
@@ -44,7 +45,8 @@ extension ImageRepository {
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
-                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders)
+                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+                                 remoteAddress: head.remoteAddress)
         let queuedAt = DispatchTime.now().uptimeNanoseconds
         let large = metadata.size > configuration.diskWriteYieldSize
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
@@ -88,7 +90,8 @@ extension ImageRepository {
                 let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: configuration.bodyMemory)
                 memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
                                           expiresAt: record.expiresAt, validatedAt: record.lastValidated,
-                                          expiryFromHeaders: record.expiryFromHeaders), forKey: record.key)
+                                          expiryFromHeaders: record.expiryFromHeaders,
+                                          remoteAddress: record.remoteAddress), forKey: record.key)
                 return reply(.success(Self.slice(bytes, size: record.size, offset, count)))
             }
             let piece = try disk.read(key: record.key, offset: offset, count: count)
@@ -114,13 +117,14 @@ extension ImageRepository {
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
             memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: configuration.bodyMemory), metadata: record.metadata,
-                                      expiresAt: expiresAt, validatedAt: validatedAt, expiryFromHeaders: fromHeaders),
-                          forKey: key)
+                                      expiresAt: expiresAt, validatedAt: validatedAt, expiryFromHeaders: fromHeaders,
+                                      remoteAddress: head.remoteAddress ?? record.remoteAddress), forKey: key)
         }
         memory.update(key) { image in
             image.expiresAt = expiresAt
             image.validatedAt = validatedAt
             image.expiryFromHeaders = fromHeaders
+            image.remoteAddress = head.remoteAddress ?? image.remoteAddress
             image.metadata.etag = head.etag ?? image.metadata.etag
         }
         let stored: CacheRecord?
@@ -129,6 +133,7 @@ extension ImageRepository {
             record.expiresAt = expiresAt
             record.validatedAt = validatedAt
             record.expiryFromHeaders = fromHeaders
+            record.remoteAddress = head.remoteAddress ?? record.remoteAddress
             record.etag = head.etag ?? record.etag
             try? disk?.update(record)
         }

@@ -12,7 +12,8 @@ import Synchronization
 ///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
 ///   and the log says so; a 404 or 410 drops it.
 /// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
-/// - A URL whose host the address policy refuses is refused whether or not it is cached.
+/// - A URL whose host the address policy refuses is refused whether or not it is cached, and so is a cached copy that
+///   came from an address the policy refuses (``CacheRecord/remoteAddress``).
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
 ///   `failureMemory.transient`; within that time the error is answered without a request.
 /// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache
@@ -358,6 +359,7 @@ public final class ImageRepository: @unchecked Sendable {
     private enum Step {
         case answer(Result<Source, FetchError>)
         case waitForRevalidation(Download, fallback: Source)
+        case refuse(String)
         case start(Download, FetchRequest, fallback: Source?)
     }
 
@@ -380,6 +382,7 @@ public final class ImageRepository: @unchecked Sendable {
             // A transfer may have finished (and filed its bytes) since the look-up above: look again before starting
             // another. Only this rare path reads under the lock.
             if let cached = cachedBefore ?? cachedSource(key, counting: false) {
+                if let refusal = addressRefusal(cached) { return .refuse(refusal) }
                 let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
                 if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached)) {
                     return .answer(.success(cached))
@@ -399,6 +402,8 @@ public final class ImageRepository: @unchecked Sendable {
         switch step {
         case .answer(let result):
             reply(result)
+        case .refuse(let refusal):
+            reply(.failure(refused(key, url, refusal)))
         case .waitForRevalidation(let download, let fallback):
             waitForRevalidation(download, fallback: fallback, reply: reply)
         case .start(let download, let request, let fallback):
@@ -459,6 +464,17 @@ public final class ImageRepository: @unchecked Sendable {
     private func cachedSource(_ key: String, counting: Bool) -> Source? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    /// Why a cached copy must not be served under `--deny-private-networks`: the address it came from is private.
+    private func addressRefusal(_ source: Source) -> String? {
+        guard configuration.addressPolicy.denyPrivateNetworks else { return nil }
+        let address: String? = switch source {
+        case .memory(let image): image.remoteAddress
+        case .disk(let record): record.remoteAddress
+        case .download: nil
+        }
+        return address.flatMap { configuration.addressPolicy.refusal(numericAddress: $0) }
     }
 
     private func isFresh(_ source: Source) -> Bool {

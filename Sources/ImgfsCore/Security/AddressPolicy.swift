@@ -38,8 +38,8 @@ public struct AddressPolicy: Hashable, Sendable {
     }
 
     /// Why an image cached from `host` must not be served any more, or nil when it may: ``refusal(host:)``, and, when
-    /// private networks are denied, `localhost` and `*.localhost` names (always loopback, RFC 6761). The address a
-    /// cached image came from is not known, so other names are not refused here; their next fetch is checked as usual.
+    /// private networks are denied, `localhost` and `*.localhost` names (always loopback, RFC 6761). The caller checks
+    /// the address a cached image came from, when it was recorded, with ``refusal(numericAddress:)``.
     public func refusal(cachedHost host: String) -> String? {
         if let refusal = refusal(host: host) { return refusal }
         let name = Self.normalised(host)

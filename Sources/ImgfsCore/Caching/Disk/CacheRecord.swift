@@ -33,13 +33,16 @@ public struct CacheRecord: Codable, Equatable, Sendable {
     /// fixed `--expire`, which is computed again from the current option at use; nil in older records.
     public var expiryFromHeaders: Bool?
 
+    /// The numeric address the body came from (see ``ResponseHead/remoteAddress``); nil when unknown (older records).
+    public var remoteAddress: String?
+
     /// When the origin last vouched for the body: ``validatedAt``, else ``fetchedAt``.
     public var lastValidated: Date { validatedAt ?? fetchedAt }
 
     /// A record; `checksum` and `lastAccess` are normally left for the cache to fill in.
     public init(key: String, url: String, size: Int, contentType: String?, etag: String?, lastModified: Date?,
                 fetchedAt: Date, expiresAt: Date, checksum: UInt32 = 0, lastAccess: Date = Date(),
-                validatedAt: Date? = nil, expiryFromHeaders: Bool? = nil) {
+                validatedAt: Date? = nil, expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil) {
         self.key = key
         self.url = url
         self.size = size
@@ -52,5 +55,6 @@ public struct CacheRecord: Codable, Equatable, Sendable {
         self.lastAccess = lastAccess
         self.validatedAt = validatedAt
         self.expiryFromHeaders = expiryFromHeaders
+        self.remoteAddress = remoteAddress
     }
 }
