@@ -189,23 +189,8 @@ extension ImageRepository {
             // A transfer called off because nobody wanted it is not the origin's fault: nothing to remember.
             guard error != .cancelled else { return }
             state.failures[key] = (error, now())
-            if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
-            state.lastErrors[key] = error
+            state.setLastError(error, forKey: key)
         }
-    }
-
-    /// A URL the address policy refuses: remembered as its last error (for `imgfs why`), logged, not fetched.
-    func refused(_ key: String, _ url: ImageURL, _ refusal: String) -> FetchError {
-        let error = FetchError.refused(refusal)
-        let first = withState { state in
-            defer { state.lastErrors[key] = error }
-            return state.lastErrors[key] != error
-        }
-        if first {
-            logger.warning("refused: \(refusal); neither fetched nor served from the cache",
-                           metadata: ["url": "\(url)"])
-        }
-        return error
     }
 
     func clearLastError(_ key: String) {

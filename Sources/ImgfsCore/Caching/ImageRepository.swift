@@ -86,6 +86,12 @@ public final class ImageRepository: @unchecked Sendable {
         var lastFullDiskReport = Date.distantPast
         /// The last failure of each URL until it is fetched successfully (for the error attribute); bounded.
         var lastErrors: [String: FetchError] = [:]
+
+        /// Records the last failure of `key`, keeping at most 10,000.
+        mutating func setLastError(_ error: FetchError, forKey key: String) {
+            if lastErrors[key] == nil, lastErrors.count >= 10_000, let any = lastErrors.keys.first { lastErrors[any] = nil }
+            lastErrors[key] = error
+        }
     }
 
     let memory: MemoryCache
@@ -464,17 +470,6 @@ public final class ImageRepository: @unchecked Sendable {
     private func cachedSource(_ key: String, counting: Bool) -> Source? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
-    }
-
-    /// Why a cached copy must not be served under `--deny-private-networks`: the address it came from is private.
-    private func addressRefusal(_ source: Source) -> String? {
-        guard configuration.addressPolicy.denyPrivateNetworks else { return nil }
-        let address: String? = switch source {
-        case .memory(let image): image.remoteAddress
-        case .disk(let record): record.remoteAddress
-        case .download: nil
-        }
-        return address.flatMap { configuration.addressPolicy.refusal(numericAddress: $0) }
     }
 
     private func isFresh(_ source: Source) -> Bool {
