@@ -27,6 +27,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var retryAfter: Double?
     private var rejectedStatus: Int?
     private var refusal: String?
+    /// The numeric address of the last request's connection (from the prereq callback).
+    private var connectedAddress: String?
     /// The URL handed to curl.
     private lazy var requestedURL = url.requestString
     private var observerStopped = false
@@ -120,6 +122,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         refusal = host.flatMap { configuration.addressPolicy.refusal(host: $0) }
             ?? configuration.addressPolicy.refusal(numericAddress: primaryAddress)
+        connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
         return refusal == nil
     }
 
@@ -153,6 +156,7 @@ final class CurlTransfer: @unchecked Sendable {
                 changedBetweenAttempts = earlier.contentLength != head.contentLength || earlier.etag != head.etag
                 return !changedBetweenAttempts
             }
+            head.remoteAddress = connectedAddress
             deliveredHead = head
             observerStopped = !observer.transferDidReceive(head: head)
             return !observerStopped

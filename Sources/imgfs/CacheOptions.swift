@@ -22,13 +22,22 @@ struct CacheOptions: ParsableArguments {
     @Option(help: "How long a 404, 410 or unresolvable host is remembered, e.g. 60s.")
     var negativeTtl = "60s"
 
-    @Flag(help: "Do not remember failed URLs: every open tries again.")
+    @Flag(help: """
+        Remember failed URLs only for the second one use takes (its stat, open and reads): the next open tries again.
+        """)
     var retryFailed = false
+
+    @Option(help: """
+        Remove images from the disk cache once they have been expired this long, e.g. 30d (default: keep them for \
+        offline use until --disk-limit evicts them).
+        """)
+    var maxStale: String?
 
     func validate() throws {
         _ = try memoryBudget()
         _ = try diskBudget()
         _ = try repositoryConfiguration()
+        _ = try keepExpired()
     }
 
     func memoryBudget() throws -> Int {
@@ -51,7 +60,17 @@ struct CacheOptions: ParsableArguments {
         guard let negative = Quantity.seconds(negativeTtl) else { throw ValidationError("--negative-ttl: not a duration: \(negativeTtl)") }
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
-        configuration.failureMemory = .init(permanent: retryFailed ? 0 : negative, transient: retryFailed ? 0 : 1)
+        // One use (lookup, stat, open, reads) sees one attempt even with --retry-failed.
+        configuration.failureMemory = .init(permanent: retryFailed ? 1 : negative, transient: 1)
         return configuration
+    }
+
+    /// `--max-stale` in seconds, or nil when expired images stay until the disk cap evicts them.
+    func keepExpired() throws -> TimeInterval? {
+        guard let maxStale else { return nil }
+        guard let seconds = Quantity.seconds(maxStale) else {
+            throw ValidationError("--max-stale: not a duration: \(maxStale)")
+        }
+        return seconds
     }
 }

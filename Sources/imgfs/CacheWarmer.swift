@@ -1,5 +1,6 @@
 import Glibc
 import ImgfsCore
+import ImgfsFuse
 
 /// Warms a mount's cache for one URL by reading the URL's file through the mount, as any program would: the first
 /// read fetches, verifies and caches the image, so later readers get it from memory or disk.
@@ -27,7 +28,13 @@ struct CacheWarmer: Sendable {
         if case .digest(_, let chunks) = form, let failure = MountPoint.register(chunks: chunks, in: mountPoint) {
             return .failure(.system(failure.errno))
         }
-        return read("\(mountPoint)/\(form.relativePath)", into: buffer, progress: progress)
+        let result = read("\(mountPoint)/\(form.relativePath)", into: buffer, progress: progress)
+        // The errno alone says little ("Input/output error"): the daemon remembers why (what `imgfs why` prints).
+        if case .failure(.system(let code)) = result,
+           let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs") {
+            return .failure(.daemon(code, reason))
+        }
+        return result
     }
 
     /// Reads `path` to its end; the number of bytes, or the errno of the call that failed.

@@ -62,11 +62,12 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "imgfs")
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
-        let fetcher = CurlFetcher(configuration: network.fetcherConfiguration(fuseOptions: fuseOptions,
-                                                                              userAgent: "imgfs/\(Imgfs.version)"),
-                                  logger: logger)
+        let fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
+                                                                userAgent: "imgfs/\(Imgfs.version)")
+        let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
+        repositoryConfiguration.addressPolicy = fetcherConfiguration.addressPolicy
         // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
@@ -109,8 +110,10 @@ struct MountCommand: ParsableCommand {
     }
 
     private func openDiskCache(in directory: URL, logger: Logger) throws -> DiskCache {
-        let disk = try DiskCache(directory: directory, sizeLimit: try cache.diskBudget(), logger: logger)
-        DiskSweeper.start(disk, keepExpiredFor: try cache.repositoryConfiguration().expiry.lifetime, logger: logger)
+        let expiry = try cache.repositoryConfiguration().expiry
+        let disk = try DiskCache(directory: directory, sizeLimit: try cache.diskBudget(), logger: logger,
+                                 expiry: { expiry.expiry(of: $0) })
+        DiskSweeper.start(disk, keepExpiredFor: try cache.keepExpired(), logger: logger)
         return disk
     }
 }

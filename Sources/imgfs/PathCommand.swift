@@ -24,22 +24,34 @@ struct PathCommand: ParsableCommand {
 
     @Flag(help: """
         For programs that insist on a file extension: when the URL's path has no image extension, add an encoded \
-        #.<ext> fragment (never sent to the server) from the content type of the cached image (read with --mount, \
-        without fetching).
+        #.<ext> fragment (never sent to the server) from the image's signature, else its content type. Needs \
+        --mount; an image not cached yet is fetched first (its first KiB is read through the mount).
         """)
     var ext = false
 
+    @Flag(help: """
+        Print a file:// URL that browsers load (the % of the encoded name written as %25, so that the name is not \
+        decoded into slashes); implies full paths (--mount, or the one imgfs mount found).
+        """)
+    var fileUrl = false
+
     func run() throws {
-        var failed = false
-        for text in try inputURLs() {
-            do {
-                print(try path(for: ImageURL(text)))
-            } catch {
-                FileHandle.standardError.write(Data("imgfs: \(text): \(error)\n".utf8))
-                failed = true
-            }
+        let mountPoint = try resolvedMount()
+        try URLText.forEach(try inputURLs()) { text in
+            let path = try path(for: ImageURL(text), mountPoint: mountPoint)
+            print(fileUrl ? FileURL.string(forPath: path) : path)
         }
-        if failed { throw ExitCode.failure }
+    }
+
+    /// The mount point to print paths under: --mount, or with --file-url the only imgfs mount.
+    private func resolvedMount() throws -> String? {
+        if let mount { return URL(fileURLWithPath: mount).standardizedFileURL.path }
+        guard fileUrl else { return nil }
+        let mounts = MountPoint.imgfsMounts()
+        guard mounts.count == 1 else {
+            throw ValidationError("--file-url needs the mount point: pass --mount DIR (\(mounts.count) mounts found)")
+        }
+        return mounts[0]
     }
 
     private func inputURLs() throws -> [String] {
@@ -49,9 +61,14 @@ struct PathCommand: ParsableCommand {
         } ?? []).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    private func path(for original: ImageURL) throws -> String {
-        let mountPoint = mount.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+    private func path(for original: ImageURL, mountPoint: String?) throws -> String {
         let url = ext ? try withExtension(original, mountPoint: mountPoint) : original
+        let form = try registered(url, mountPoint: mountPoint)
+        return mountPoint.map { "\($0)/\(form.relativePath)" } ?? form.relativePath
+    }
+
+    /// The form of `url`'s path; a digest name is registered with the mount (or every mount) first.
+    private func registered(_ url: ImageURL, mountPoint: String?) throws -> ImagePath.Form {
         let form = ImagePath.form(for: url, mountPointLength: mountPoint?.utf8.count)
         if case .digest(_, let chunks) = form {
             let mounts = mountPoint.map { [$0] } ?? MountPoint.imgfsMounts()
@@ -64,15 +81,26 @@ struct PathCommand: ParsableCommand {
                 }
             }
         }
-        return mountPoint.map { "\($0)/\(form.relativePath)" } ?? form.relativePath
+        return form
     }
 
-    /// `url` with `#.<ext>` added when its path lacks an image extension and the cached copy's type is known.
+    /// `url` with `#.<ext>` added when its path lacks an image extension: from the signature of the image's first
+    /// bytes (read through the mount, which fetches an image not cached yet), else from its content type.
     private func withExtension(_ url: ImageURL, mountPoint: String?) throws -> ImageURL {
         guard ImageExtension.fromPath(of: url) == nil, let mountPoint else { return url }
-        let file = "\(mountPoint)/\(ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count).relativePath)"
-        guard let type = MountControl.get("user.imgfs.content_type", on: file),
-              let name = ImageExtension.forContentType(type) else { return url }
-        return try ImageURL(url.string + "#." + name)
+        let file = "\(mountPoint)/\(try registered(url, mountPoint: mountPoint).relativePath)"
+        let prefix = FileHandle(forReadingAtPath: file).flatMap { handle in
+            defer { try? handle.close() }
+            return try? handle.read(upToCount: ImageSignature.bytesNeeded)
+        }
+        let bySignature = prefix.flatMap { ImageExtension.forSignature([UInt8]($0)) }
+        let byType = MountControl.get("user.imgfs.content_type", on: file).flatMap(ImageExtension.forContentType)
+        if let name = bySignature ?? byType {
+            return try ImageURL(url.string + "#." + name)
+        }
+        let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
+        let message = "imgfs: \(url): no extension added: \(reason ?? "not a known image type")\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        return url
     }
 }

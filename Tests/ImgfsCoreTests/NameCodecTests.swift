@@ -51,7 +51,9 @@ struct NameCodecTests {
 @Suite("Image URLs")
 struct ImageURLTests {
     @Test("rejects what is not an http(s) URL", arguments: [
-        ("not a url", NameError.forbiddenCharacter(0x20)),
+        ("not a url", NameError.notAURL),
+        ("http://exa mple.com/a.png", NameError.notAURL),
+        ("http://x/\u{1f}", NameError.forbiddenCharacter(0x1f)),
         ("example.com/a.png", NameError.notAURL),
         ("ftp://example.com/a.png", NameError.unsupportedScheme("ftp")),
         ("file:///etc/passwd", NameError.unsupportedScheme("file")),
@@ -63,6 +65,16 @@ struct ImageURLTests {
     ])
     func rejects(_ text: String, _ expected: NameError) {
         #expect(throws: expected) { try ImageURL(text) }
+    }
+
+    @Test("bytes a URL may not hold are requested percent-encoded, and both spellings share one cache key")
+    func encodesForRequest() throws {
+        let spaced = try ImageURL("http://h/misc/green photo \"<>\\^`{|}é.jpg?q=a b#frag ment")
+        #expect(spaced.requestString == "http://h/misc/green%20photo%20%22%3C%3E%5C%5E%60%7B%7C%7D%C3%A9.jpg?q=a%20b")
+        let encoded = try ImageURL("http://h/misc/green%20photo%20%22%3C%3E%5C%5E%60%7B%7C%7D%C3%A9.jpg?q=a%20b")
+        #expect(spaced.cacheKey == encoded.cacheKey)
+        #expect(spaced != encoded, "two names, one image")
+        #expect(try ImageURL("http://h/a.png").cacheKey == SHA256.hex(of: "http://h/a.png".utf8), "plain URLs keep their key")
     }
 
     @Test("rejects URLs over 8 KiB")

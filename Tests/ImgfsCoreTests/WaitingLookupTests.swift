@@ -39,36 +39,35 @@ struct WaitingLookupTests {
         #expect(repository.statistics().counters.joined == 0, "one lookup is one caller of its transfer")
     }
 
-    @Test("a failure found while a lookup waits is reported by the next getattr, as if the lookup had not waited")
-    func failureGoesToGetattr() throws {
+    @Test("a failure found while a lookup waits fails the lookup: the name does not exist; later lookups fail at once")
+    func failureFailsLookup() throws {
         let replies = Replies<Result<Entry, FilesystemError>>()
         lookup("http://127.0.0.1/gone.png", replies)
         fetcher.fail(0, .httpStatus(404))
-        let entry = try #require(replies.all.first).get()
-        #expect(entry.attributes.size == 0 && entry.attributeTimeout == 0)
-        let stats = Replies<Result<Entry, FilesystemError>>()
-        filesystem.getattr(entry.attributes.inode) { stats.record($0) }
-        filesystem.getattr(entry.attributes.inode) { stats.record($0) }
-        #expect(stats.all.count == 2)
-        #expect(stats.all.first.map { (try? $0.get()) == nil } == true, "the first getattr fails with the error")
-        if case .failure(let error)? = stats.all.first { #expect(error == .notFound) }
-        #expect((try? stats.all.last?.get())?.attributes.size == 0, "later ones answer, so the error xattr can be read")
+        #expect(replies.all.count == 1)
+        #expect(replies.all.first.map { (try? $0.get()) == nil } == true)
+        if case .failure(let error)? = replies.all.first { #expect(error == .notFound) }
+        let again = Replies<Result<Entry, FilesystemError>>()
+        lookup("http://127.0.0.1/gone.png", again)
+        if case .failure(let error)? = again.all.first { #expect(error == .notFound) } else { Issue.record("answered") }
+        #expect(fetcher.transfers.count == 1, "remembered: no second request")
     }
 
-    @Test("an open that reports the failure first leaves getattr answering (so the error xattr can be read)")
-    func openReportsFailure() throws {
-        let replies = Replies<Result<Entry, FilesystemError>>()
-        lookup("http://127.0.0.1/html.png", replies)
-        fetcher.fail(0, .httpStatus(404))
-        let inode = try #require(replies.all.first).get().attributes.inode
+    @Test("a name looked up before its failure fails getattr and open with the error every time, never size 0")
+    func knownFailureFailsGetattr() throws {
+        let inode = try filesystem.lookup(parent: InodeTable.imagesInode,
+                                          name: Array(NameCodec.encode("http://127.0.0.1/x.png").utf8)).get().attributes.inode
+        fetcher.fail(0, .tooLarge(size: 5000, limit: 10))
+        for _ in 0..<2 {
+            let stats = Replies<Result<Entry, FilesystemError>>()
+            filesystem.getattr(inode) { stats.record($0) }
+            if case .failure(let error)? = stats.all.first { #expect(error == .fileTooLarge) } else { Issue.record("answered") }
+        }
         let opens = Replies<FilesystemError?>()
         filesystem.open(inode, forWriting: false) { result in
             if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
         }
-        #expect(opens.all == [.notFound])
-        let stats = Replies<Result<Entry, FilesystemError>>()
-        filesystem.getattr(inode) { stats.record($0) }
-        #expect((try? stats.all.first?.get())?.attributes.size == 0)
+        #expect(opens.all == [.fileTooLarge])
     }
 
     @Test("the first open of a complete small image hands its bytes over once; a new inode gets them again")

@@ -49,7 +49,13 @@ struct PrefetchTests {
 
         /// The two failure lines the command must print.
         var failureLines: [String] {
-            ["failed: \(missing): No such file or directory", "failed: \(page): Wrong medium type"]
+            ["failed: \(missing): \(missingReason)", "failed: \(page): \(pageReason)"]
+        }
+
+        /// What prefetch says of the two failures: the daemon's reason, then the errno's text.
+        var missingReason: String { "HTTP 404 Not Found (No such file or directory)" }
+        var pageReason: String {
+            "not an image: the body is HTML (starts with \"<!DOCTYPE html\") (--allow-any-type serves it anyway) (Wrong medium type)"
         }
 
         /// The start of the summary line, up to the MiB figure.
@@ -127,8 +133,8 @@ struct PrefetchTests {
             #expect(object["bytes"] as? Int == batch.goodBytes)
             #expect((object["seconds"] as? Double).map { $0 >= 0 && $0 < 30 } == true)
             let failures = try #require(object["failures"] as? [[String: String]])
-            #expect(failures == [["url": batch.missing, "error": "No such file or directory"],
-                                 ["url": batch.page, "error": "Wrong medium type"]])
+            #expect(failures == [["url": batch.missing, "error": batch.missingReason],
+                                 ["url": batch.page, "error": batch.pageReason]])
             for (_, path, _) in batch.good {
                 #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) came from the cache on the later runs")
             }
@@ -184,7 +190,7 @@ struct PrefetchTests {
 
         let run = try ChildProcess.run(MountedImgfs.binary, ["prefetch", "--quiet", mount.mountPoint, list])
         #expect(run.status == 1, "\(run.output)")
-        let reason = "invalid URL: the scheme \"ftp\" is not supported (only http and https)"
+        let reason = "not an http or https URL (the scheme is \"ftp\")"
         #expect(run.output.contains("failed: ftp://example.com/b.png: \(reason)\n"))
         #expect(summaryLine(run.output)?.hasPrefix("prefetched 1 of 2 images (") == true, "\(run.output)")
         #expect(origin.requestCount("/a.png") == 1)

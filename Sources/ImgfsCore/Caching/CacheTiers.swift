@@ -49,33 +49,50 @@ public final class CacheTiers: Sendable {
         if record.size <= memory.budget {
             let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: bodyMemory)
             memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
-                                      expiresAt: record.expiresAt), forKey: record.key)
+                                      expiresAt: record.expiresAt, validatedAt: record.lastValidated,
+                                      expiryFromHeaders: record.expiryFromHeaders, remoteAddress: record.remoteAddress),
+                          forKey: record.key)
             return ImageSlice(bytes, size: record.size, offset: offset, count: count)
         }
         let piece = try disk.read(key: record.key, offset: offset, count: count)
         return ImageSlice(bytes: ImageBytes(copying: piece), offset: 0, count: piece.count)
     }
 
-    /// A 304 renewed the cached copy `fallback` of `key`: both tiers get its new expiry (and ETag, when the 304 sent
-    /// one); a disk copy that fits the budget comes into memory.
-    func renew(_ key: String, fallback: ImageSource, expiresAt: Date, validatedAt: Date, etag: String?) {
+    /// What a 304 renews: the expiry (and whether headers set it), when it was validated, the address it came from
+    /// and the ETag (each only when the 304 says).
+    struct Renewal {
+        var expiresAt: Date
+        var validatedAt: Date
+        var expiryFromHeaders: Bool?
+        var remoteAddress: String?
+        var etag: String?
+    }
+
+    /// A 304 renewed the cached copy `fallback` of `key`: both tiers get the renewal; a disk copy that fits the budget
+    /// comes into memory.
+    func renew(_ key: String, fallback: ImageSource, _ renewal: Renewal) {
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
             memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: bodyMemory),
-                                      metadata: record.metadata, expiresAt: expiresAt, validatedAt: validatedAt),
-                          forKey: key)
+                                      metadata: record.metadata, expiresAt: renewal.expiresAt,
+                                      validatedAt: renewal.validatedAt, expiryFromHeaders: renewal.expiryFromHeaders,
+                                      remoteAddress: renewal.remoteAddress ?? record.remoteAddress), forKey: key)
         }
         memory.update(key) { image in
-            image.expiresAt = expiresAt
-            image.validatedAt = validatedAt
-            image.metadata.etag = etag ?? image.metadata.etag
+            image.expiresAt = renewal.expiresAt
+            image.validatedAt = renewal.validatedAt
+            image.expiryFromHeaders = renewal.expiryFromHeaders
+            image.remoteAddress = renewal.remoteAddress ?? image.remoteAddress
+            image.metadata.etag = renewal.etag ?? image.metadata.etag
         }
-        if case .disk(var record) = fallback {
-            record.expiresAt = expiresAt
-            record.etag = etag ?? record.etag
-            try? disk?.update(record)
-        } else if var record = disk?.record(forKey: key) {
-            record.expiresAt = expiresAt
+        let stored: CacheRecord?
+        if case .disk(let record) = fallback { stored = record } else { stored = disk?.record(forKey: key) }
+        if var record = stored {
+            record.expiresAt = renewal.expiresAt
+            record.validatedAt = renewal.validatedAt
+            record.expiryFromHeaders = renewal.expiryFromHeaders
+            record.remoteAddress = renewal.remoteAddress ?? record.remoteAddress
+            record.etag = renewal.etag ?? record.etag
             try? disk?.update(record)
         }
     }
@@ -104,8 +121,8 @@ public final class CacheTiers: Sendable {
         return freed
     }
 
-    /// Empties what `kind` names (`now` decides what has expired); logs what was freed.
-    public func purge(_ kind: PurgeKind, now: Date) {
+    /// Empties what `kind` names (`now` and `expiry` decide what has expired); logs what was freed.
+    public func purge(_ kind: PurgeKind, now: Date, expiry: ExpiryPolicy) {
         switch kind {
         case .memory:
             purgeMemory(reason: "imgfs purge --memory")
@@ -115,7 +132,9 @@ public final class CacheTiers: Sendable {
             disk?.removeAll()
             logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
         case .expired:
-            for key in memory.keys where (memory.peek(key)?.expiresAt ?? .distantFuture) <= now { memory.remove(key) }
+            for key in memory.keys where memory.peek(key).map({ expiry.expiry(of: $0) <= now }) ?? false {
+                memory.remove(key)
+            }
             let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
             logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
         }

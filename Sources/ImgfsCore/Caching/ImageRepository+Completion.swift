@@ -7,15 +7,15 @@ extension ImageRepository {
     func finished(_ download: Download, key: String, fallback: Source?, error: FetchError?) {
         let url = download.url
         if let error {
-            state.withLock {
-                $0.recordFailure(key, error, at: now(), announcedSize: download.head?.contentLength)
-            }
+            state.withLock { $0.recordFailure(key, error, at: now()) }
             logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])
             if fallback != nil {
                 if error.meansGone {
                     tiers.remove(key)
                     logger.notice("the origin says the image is gone (\(error)); dropped the cached copy",
                                   metadata: ["url": "\(url)"])
+                    // The kernel must not keep the old attributes: the name no longer exists.
+                    announceContentChange(url)
                 } else {
                     state.withLock { $0.counters.staleServed += 1 }
                     logger.warning("origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",
@@ -27,11 +27,15 @@ extension ImageRepository {
         }
         state.withLock { $0.failures.clearLastError(key) }
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
-        let decision = configuration.expiry.decide(for: head, now: now())
+        // The repository's clock dates the copy: freshness is computed from it at every use.
+        let decidedAt = now()
+        let decision = configuration.expiry.decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }
-        let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt)
+        let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
+                                validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+                                remoteAddress: head.remoteAddress)
         let inMemory = memory.insert(image, forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
@@ -42,7 +46,9 @@ extension ImageRepository {
         }
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
-                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
+                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
+                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+                                 remoteAddress: head.remoteAddress)
         diskWrites.write(bytes, as: record, to: disk) { [self] in endFlight(key, download) }
     }
 

@@ -25,6 +25,9 @@ extension ImageRepository {
         diskWrites.flush()
     }
 
+    /// Empties what `kind` names (`imgfs purge`); the repository's clock and expiry decide what has expired.
+    public func purge(_ kind: CacheTiers.PurgeKind) { tiers.purge(kind, now: now(), expiry: configuration.expiry) }
+
     /// Counters and sizes, for statistics.
     public func statistics() -> RepositoryStatistics {
         let (counters, inFlight) = state.withLock { ($0.counters, $0.inFlight.count) }
@@ -34,12 +37,10 @@ extension ImageRepository {
                                     diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
     }
 
-    /// The failure remembered for `url` (within its failure memory) when no cached copy exists, with the size the
-    /// failed response had announced (nil when it never got that far); never fetches.
-    public func knownFailure(_ url: ImageURL) -> (error: FetchError, announcedSize: Int?)? {
-        let key = url.cacheKey
-        guard !tiers.holds(key) else { return nil }
-        return state.withLock { $0.knownFailure(key, now: now(), memory: configuration.failureMemory) }
+    /// The last failure of the URL cached under `key`, until it is fetched successfully (for `imgfs why`); never
+    /// fetches.
+    public func lastError(forKey key: String) -> FetchError? {
+        state.withLock { $0.failures.lastError(key) }
     }
 
     /// What is known about `url` now, without fetching anything (for extended attributes).
@@ -47,10 +48,12 @@ extension ImageRepository {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.failures.lastError(key)) }
         if let image = memory.peek(key) {
-            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: image.expiresAt, error: error)
+            let expiresAt = configuration.expiry.expiry(of: image)
+            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: expiresAt, error: error)
         }
         if let record = disk?.record(forKey: key) {
-            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: record.expiresAt, error: error)
+            let expiresAt = configuration.expiry.expiry(of: record)
+            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: expiresAt, error: error)
         }
         if let flight {
             return ImageReport(source: .network, metadata: flight.download.currentMetadata, expiresAt: nil, error: error)

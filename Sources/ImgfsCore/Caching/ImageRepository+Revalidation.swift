@@ -6,8 +6,9 @@ extension ImageRepository {
     /// Whether a cached copy may be served without asking the origin.
     func isFresh(_ source: Source) -> Bool {
         switch source {
-        case .memory(let image): now() < max(image.expiresAt, image.validatedAt + configuration.minimumFreshness)
-        case .disk(let record): now() < record.expiresAt
+        case .memory(let image):
+            now() < max(configuration.expiry.expiry(of: image), image.validatedAt + configuration.minimumFreshness)
+        case .disk(let record): now() < configuration.expiry.expiry(of: record)
         case .download: true
         }
     }
@@ -31,10 +32,13 @@ extension ImageRepository {
         // A 304 that says nothing about freshness keeps the lifetime the stored response had (HTTP: a 304 updates
         // only the headers it carries).
         let saysFreshness = head.cacheControl != nil || head.hasExpires || !configuration.expiry.honorsCacheControl
-        let expiresAt = saysFreshness ? configuration.expiry.decide(for: head, now: validatedAt).expiresAt
-            : validatedAt + fallback.lifetime
+        let decision = configuration.expiry.decide(for: head, now: validatedAt)
+        let expiresAt = saysFreshness ? decision.expiresAt : validatedAt + fallback.lifetime
+        let fromHeaders = saysFreshness ? decision.fromHeaders : fallback.expiryFromHeaders
         state.withLock { $0.counters.notModified += 1 }
-        tiers.renew(key, fallback: fallback, expiresAt: expiresAt, validatedAt: validatedAt, etag: head.etag)
+        tiers.renew(key, fallback: fallback, .init(expiresAt: expiresAt, validatedAt: validatedAt,
+                                                   expiryFromHeaders: fromHeaders, remoteAddress: head.remoteAddress,
+                                                   etag: head.etag))
         logger.info("revalidated: 304 Not Modified, fresh until \(expiresAt)", metadata: ["url": "\(download.url)"])
         endFlight(key, download)
     }

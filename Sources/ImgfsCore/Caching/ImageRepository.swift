@@ -13,6 +13,8 @@ import Logging
 ///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
 ///   and the log says so; a 404 or 410 drops it.
 /// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
+/// - A URL whose host the address policy refuses is refused whether or not it is cached, and so is a cached copy that
+///   came from an address the policy refuses (``CacheRecord/remoteAddress``).
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
 ///   `failureMemory.transient`; within that time the error is answered without a request.
 /// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache
@@ -51,9 +53,13 @@ public final class ImageRepository: Sendable {
     }
 
     /// Called (on the fetching thread, before anyone is served the new bytes) when a cached image is being replaced by a
-    /// new body from the origin.
+    /// new body from the origin, or dropped because the origin says it is gone (404, 410).
     public func onContentChanged(_ handler: @escaping @Sendable (ImageURL) -> Void) {
         contentChangeHandler.withLock { $0 = handler }
+    }
+
+    func announceContentChange(_ url: ImageURL) {
+        contentChangeHandler.withLock { $0 }?(url)
     }
 
     // MARK: - Serving
@@ -135,6 +141,7 @@ public final class ImageRepository: Sendable {
 
     private enum Step {
         case answer(Resolution)
+        case refuse(String)
         case start(Download, FetchRequest, fallback: Source?)
     }
 
@@ -150,6 +157,9 @@ public final class ImageRepository: Sendable {
     func resolveNow(_ url: ImageURL, refresh: Bool) -> Resolution {
         diskWrites.noteRequest()
         let key = url.cacheKey
+        if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
+            return .ready(.failure(refused(key, url, refusal)))
+        }
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
         let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? tiers.source(key, counting: true) : nil
         let step = state.withLock { state -> Step in
@@ -162,6 +172,7 @@ public final class ImageRepository: Sendable {
             // A transfer may have finished (and filed its bytes) since the look-up above: look again before starting
             // another. Only this rare path reads under the lock.
             if let cached = cachedBefore ?? tiers.source(key, counting: false) {
+                if let refusal = addressRefusal(cached) { return .refuse(refusal) }
                 return _decide(url, cached: cached, refresh: refresh, failure: failure, &state)
             }
             if let failure { return .answer(.ready(.failure(failure))) }
@@ -171,6 +182,8 @@ public final class ImageRepository: Sendable {
         switch step {
         case .answer(let resolution):
             return resolution
+        case .refuse(let refusal):
+            return .ready(.failure(refused(key, url, refusal)))
         case .start(let download, let request, let fallback):
             start(download, request, fallback: fallback)
             return fallback.map { .revalidating(download, fallback: $0) } ?? .ready(.success(.download(download)))
@@ -216,7 +229,7 @@ public final class ImageRepository: Sendable {
                 if head.isNotModified {
                     notModified(download, key: key, fallback: fallback, head: head)
                 } else {
-                    contentChangeHandler.withLock { $0 }?(download.url)
+                    announceContentChange(download.url)
                 }
             }
         }

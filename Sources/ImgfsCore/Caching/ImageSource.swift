@@ -20,8 +20,26 @@ public enum ImageSource: Sendable {
     var lifetime: TimeInterval {
         switch self {
         case .memory(let image): max(0, image.expiresAt.timeIntervalSince(image.validatedAt))
-        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.fetchedAt))
+        case .disk(let record): max(0, record.expiresAt.timeIntervalSince(record.lastValidated))
         case .download: 0
+        }
+    }
+
+    /// Whether the stored response's expiry came from its headers (nil: not known, or a transfer).
+    var expiryFromHeaders: Bool? {
+        switch self {
+        case .memory(let image): image.expiryFromHeaders
+        case .disk(let record): record.expiryFromHeaders
+        case .download: nil
+        }
+    }
+
+    /// The numeric address the cached bytes came from, when known.
+    var remoteAddress: String? {
+        switch self {
+        case .memory(let image): image.remoteAddress
+        case .disk(let record): record.remoteAddress
+        case .download: nil
         }
     }
 

@@ -8,28 +8,33 @@ import Foundation
 /// remembered neither way (nobody's fault); at most 10,000 last errors are kept. Not thread-safe by itself: it lives
 /// in the repository's locked state.
 struct RememberedFailures {
-    private var recent: [String: (error: FetchError, at: Date, announcedSize: Int?)] = [:]
+    private var recent: [String: (error: FetchError, at: Date)] = [:]
     private var last: [String: FetchError] = [:]
     private static let lastErrorLimit = 10_000
 
-    mutating func record(_ key: String, _ error: FetchError, at date: Date, announcedSize: Int?) {
+    mutating func record(_ key: String, _ error: FetchError, at date: Date) {
         guard error != .cancelled else { return }
-        recent[key] = (error, date, announcedSize)
-        if last.count >= Self.lastErrorLimit, let any = last.keys.first { last[any] = nil }
-        last[key] = error
+        recent[key] = (error, date)
+        setLastError(error, forKey: key)
+    }
+
+    /// Records `error` as the last one of `key` (a refusal, which is not a failed transfer); returns whether it is
+    /// new for `key`.
+    @discardableResult
+    mutating func setLastError(_ error: FetchError, forKey key: String) -> Bool {
+        if last[key] == nil, last.count >= Self.lastErrorLimit, let any = last.keys.first { last[any] = nil }
+        defer { last[key] = error }
+        return last[key] != error
     }
 
     /// The failure of `key` while it is remembered (forgotten once its memory has passed).
     mutating func recent(_ key: String, now: Date, memory: ImageRepository.FailureMemory) -> FetchError? {
-        guard let (error, at, _) = recent[key] else { return nil }
+        guard let (error, at) = recent[key] else { return nil }
         let duration = error.meansGone || error.isUnresolvable ? memory.permanent : memory.transient
         if now.timeIntervalSince(at) < duration { return error }
         recent[key] = nil
         return nil
     }
-
-    /// The size the failed response announced, when it got that far.
-    func announcedSize(_ key: String) -> Int? { recent[key]?.announcedSize }
 
     func lastError(_ key: String) -> FetchError? { last[key] }
 

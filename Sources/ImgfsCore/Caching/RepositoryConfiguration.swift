@@ -10,6 +10,9 @@ public struct RepositoryConfiguration: Sendable {
     public var minimumFreshness: TimeInterval = 1
     /// What a body must satisfy (size cap, image signature).
     public var limits = Download.Limits()
+    /// Hosts whose images are not served, from the network or from the caches (`--allow-host`,
+    /// `--deny-private-networks`): a cached image of a host the mount now refuses is refused too.
+    public var addressPolicy = AddressPolicy()
     /// When background disk writes wait for readers and transfers.
     public var diskWrites = DiskWriteScheduler.Pacing()
     /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).

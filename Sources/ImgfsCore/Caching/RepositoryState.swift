@@ -13,16 +13,9 @@ struct RepositoryState {
     var counters = RepositoryCounters()
 
     /// A transfer of `key` failed.
-    mutating func recordFailure(_ key: String, _ error: FetchError, at date: Date, announcedSize: Int?) {
+    mutating func recordFailure(_ key: String, _ error: FetchError, at date: Date) {
         counters.failures += 1
         counters.errorsByKind[error.kind, default: 0] += 1
-        failures.record(key, error, at: date, announcedSize: announcedSize)
-    }
-
-    /// The failure remembered for `key` while no transfer of it runs, with the size its response had announced.
-    mutating func knownFailure(_ key: String, now: Date,
-                               memory: FailureMemory) -> (error: FetchError, announcedSize: Int?)? {
-        guard inFlight[key] == nil, let error = failures.recent(key, now: now, memory: memory) else { return nil }
-        return (error, failures.announcedSize(key))
+        failures.record(key, error, at: date)
     }
 }

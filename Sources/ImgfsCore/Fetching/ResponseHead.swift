@@ -19,6 +19,9 @@ public struct ResponseHead: Equatable, Sendable {
     public var isEncoded = false
     /// Date, parsed.
     public var date: Date?
+    /// The numeric address of the connection the response came on (the proxy's, through a proxy), when known: kept
+    /// with a cached image so that `--deny-private-networks` applies to it after a remount.
+    public var remoteAddress: String?
 
     public init(status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
                 lastModified: Date? = nil) {

@@ -28,9 +28,14 @@ extension ImageFilesystem {
         // `ls -l` asks every file for security.selinux and system.posix_acl_access. EOPNOTSUPP for those namespaces makes
         // it stop asking for the rest of the mount; other names are answered without building the report (both together
         // took `ls -l` of 2,000 cached images from 0.4 s to the speed of tmpfs).
-        guard inodes.node(inode) != nil else { return .failure(.stale) }
+        guard let node = inodes.node(inode) else { return .failure(.stale) }
         if name.hasPrefix("security.") || name.hasPrefix("system.") { return .failure(.attributesNotSupported) }
         guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }
+        if node == .control, name.hasPrefix(Self.errorByKeyPrefix) {
+            let key = String(name.dropFirst(Self.errorByKeyPrefix.count))
+            guard let error = repository.lastError(forKey: key) else { return .failure(.noAttribute) }
+            return .success(Array(error.description.utf8))
+        }
         return extendedAttributes(inode).flatMap { attributes in
             guard let value = attributes.first(where: { $0.name == name })?.value else { return .failure(.noAttribute) }
             return .success(Array(value.utf8))
@@ -44,9 +49,12 @@ extension ImageFilesystem {
         guard let kind = CacheTiers.PurgeKind(rawValue: String(decoding: value, as: UTF8.self)) else {
             return .failure(.invalidName)
         }
-        repository.tiers.purge(kind, now: Date())
+        repository.purge(kind)
         return .success(())
     }
 
     static let attributePrefix = "user.imgfs."
+    /// On `.imgfs/`, `user.imgfs.error.<cache key>` is the last failure of the URL with that cache key (SHA-256 of
+    /// ``ImageURL/requestString``): a failed URL has no file to read `user.imgfs.error` from (`imgfs why` asks here).
+    public static let errorByKeyPrefix = "user.imgfs.error."
 }

@@ -6,7 +6,9 @@ import Logging
 /// Guarantees: directory listings never wait for the network, and `lookup` waits only when asked to (the adapter asks
 /// when the kernel runs lookups of one directory in parallel; where it serializes them, one slow origin would otherwise
 /// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
-/// for. A failure is reported the same whether or not lookup waited: the first getattr after it fails with it.
+/// for. A URL whose fetch failed does not exist: a lookup that knows the failure (or waits for it) fails with its
+/// errno, and getattr of a name the kernel still holds fails with it too, so no program sees an empty regular file. The
+/// reason stays readable through the `.imgfs` directory (``extendedAttribute(_:name:)``, `imgfs why`).
 /// Every asynchronous reply is called exactly once.
 public final class ImageFilesystem: Sendable {
     /// Timeouts the kernel is given.
@@ -58,9 +60,6 @@ public final class ImageFilesystem: Sendable {
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
     private let openHandles = Locked<[UInt64: Int]>([:])
-    /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure (unless an
-    /// open reported it first).
-    let unreportedFailures = Locked<Set<UInt64>>([])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
 
@@ -112,7 +111,6 @@ public final class ImageFilesystem: Sendable {
     /// The kernel dropped `count` references to `inode`.
     public func forget(_ inode: UInt64, count: UInt64) {
         inodes.forget(inode, count: count)
-        unreportedFailures.withLock { _ = $0.remove(inode) }
         preloads.forget(inode)
     }
 
@@ -132,17 +130,9 @@ public final class ImageFilesystem: Sendable {
     // MARK: - Attributes, open, read
 
     /// The attributes of `inode`; for an image, once its size is known (an expired copy is not revalidated here).
-    /// A failure that happens while getattr waits is getattr's error. An image whose failure is already known keeps
-    /// answering getattr, with the size its response announced (0 when none: nobody can have opened it), so its
-    /// `user.imgfs.error` can be read; its open and reads fail with the error, never with an early end of file.
+    /// A failure, known or found while getattr waits, is getattr's error: a failed URL is never an empty file.
     public func getattr(_ inode: UInt64, interest: Interest? = nil, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
-        if case .image(let url) = node, let failure = repository.knownFailure(url) {
-            if unreportedFailures.withLock({ $0.remove(inode) }) != nil { return reply(.failure(failure.error.filesystemError)) }
-            let attributes = Attributes(inode: inode, kind: .file, size: failure.announcedSize ?? 0, permissions: 0o444,
-                                        modified: startTime, linkCount: 1)
-            return reply(.success(Entry(attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
-        }
         switch node {
         case .image(let url):
             repository.metadata(url, refresh: false, interest: interest) { [self] result in
@@ -164,10 +154,7 @@ public final class ImageFilesystem: Sendable {
         switch node {
         case .image(let url):
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
-                switch result {
-                case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
-                case .failure: unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
-                }
+                if case .success = result { openHandles.withLock { $0[inode, default: 0] += 1 } }
                 reply(result.map { found in
                     let size = found.metadata.size
                     return OpenFile(handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
@@ -245,17 +232,12 @@ public final class ImageFilesystem: Sendable {
         }
     }
 
-    /// A lookup that waits for the size: a failure found while waiting answers like a lookup that did not wait (the
-    /// entry, of unknown size) and is left for the next getattr to report, as it would have been.
+    /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
     private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
         let now = repository.prepare(url, interest: interest) { [self] result in
-            let inode = inodes.lookUp(.image(url))
             switch result {
-            case .success(let metadata):
-                reply(.success(imageEntry(inode, metadata)))
-            case .failure:
-                unreportedFailures.withLock { _ = $0.insert(inode) }
-                reply(.success(unknownSizeEntry(inode)))
+            case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
+            case .failure(let error): reply(.failure(error.filesystemError))
             }
         }
         switch now {

@@ -17,6 +17,20 @@ public enum ImageExtension {
         return byContentType[bare]
     }
 
+    /// The extension for an image format found by its signature.
+    public static func forFormat(_ format: ImageSignature.Format) -> String {
+        switch format {
+        case .jpeg: "jpg"
+        case .jpegXL: "jxl"
+        default: format.rawValue
+        }
+    }
+
+    /// The extension for the image whose first bytes are `prefix` (see ``ImageSignature/detect(_:)``), or nil.
+    public static func forSignature(_ prefix: some Collection<UInt8>) -> String? {
+        ImageSignature.detect(prefix).map(forFormat)
+    }
+
     /// The image extension the URL's path already ends with, or nil.
     public static func fromPath(of url: ImageURL) -> String? {
         let path = url.resourceKey.split(separator: "?", maxSplits: 1).first ?? ""

@@ -3,7 +3,10 @@
 /// Guarantees: the scheme is http or https, there is a host, no credentials, no control characters, and the text is at
 /// most ``maximumLength`` bytes. `string` is exactly the text the file name decodes to (fragment included), so two
 /// names that decode to the same text are the same file. `resourceKey` drops the fragment, which is never sent to a
-/// server: names that differ only in their fragment share one download and one cache entry.
+/// server. Bytes a URL may not hold as they are (space, `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`, non-ASCII)
+/// are accepted in the path and query and requested percent-encoded (``requestString``), as browsers and curl do;
+/// the cache key is the SHA-256 of that request, so names that differ only in their fragment or in how such bytes are
+/// spelled (`a b.png`, `a%20b.png`) share one download and one cache entry.
 public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// The longest URL accepted, in bytes of UTF-8.
     public static let maximumLength = 8192
@@ -22,7 +25,7 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     public init(_ string: String) throws(NameError) {
         let bytes = Array(string.utf8)
         guard bytes.count <= Self.maximumLength else { throw .tooLong(bytes.count) }
-        if let bad = bytes.first(where: { $0 < 0x21 || $0 == 0x7f }) { throw .forbiddenCharacter(bad) }
+        if let bad = bytes.first(where: { $0 < 0x20 || $0 == 0x7f }) { throw .forbiddenCharacter(bad) }
         guard let schemeEnd = bytes.firstIndex(of: UInt8(ascii: ":")), schemeEnd > 0,
               bytes[..<schemeEnd].allSatisfy(Self.isSchemeByte)
         else { throw .notAURL }
@@ -33,12 +36,14 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         let authorityEnd = bytes[authorityStart...].firstIndex(where: { "/?#".utf8.contains($0) }) ?? bytes.endIndex
         let authority = bytes[authorityStart..<authorityEnd]
         guard !authority.contains(UInt8(ascii: "@")) else { throw .credentials }
+        // A host name cannot hold these (a Unicode host is left for the client's IDN conversion).
+        guard !authority.contains(where: { $0 < 0x80 && Self.mustBeEncoded($0) }) else { throw .notAURL }
         let (host, port) = try Self.splitHostPort(authority, defaultPort: scheme == "https" ? 443 : 80)
         self.string = string
         self.scheme = scheme
         self.host = host
         self.port = port
-        self.cacheKey = SHA256.hex(of: Self.withoutFragment(string).utf8)
+        self.cacheKey = SHA256.hex(of: Self.encodedForRequest(Self.withoutFragment(string), scheme: scheme).utf8)
     }
 
     /// The URL without its fragment: what is requested and what downloads and cache entries are keyed by.
@@ -58,20 +63,29 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// `scheme://host:port`: the unit that per-host connection limits count.
     public var hostKey: String { "\(scheme)://\(host):\(port)" }
 
-    /// The text to hand to an HTTP client: ``resourceKey`` with bytes outside printable ASCII percent-encoded in the
-    /// path and query (a Unicode host is left for the client's IDN conversion).
-    public var requestString: String {
-        let key = Array(resourceKey.utf8)
+    /// The text to hand to an HTTP client: ``resourceKey`` with the bytes a URL may not hold as they are (space,
+    /// `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}` and everything outside ASCII) percent-encoded in the path and
+    /// query (a Unicode host is left for the client's IDN conversion). Escapes already there are kept as they are.
+    public var requestString: String { Self.encodedForRequest(resourceKey, scheme: scheme) }
+
+    private static func encodedForRequest(_ text: String, scheme: String) -> String {
+        let key = Array(text.utf8)
         let pathStart = key[(scheme.utf8.count + 3)...].firstIndex(where: { "/?".utf8.contains($0) }) ?? key.endIndex
+        guard key[pathStart...].contains(where: mustBeEncoded) else { return text }
         var out = Array(key[..<pathStart])
         for byte in key[pathStart...] {
-            if byte >= 0x80 {
+            if mustBeEncoded(byte) {
                 out.append(contentsOf: "%\(byte < 16 ? "0" : "")\(String(byte, radix: 16, uppercase: true))".utf8)
             } else {
                 out.append(byte)
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `byte` must be percent-encoded in a request (RFC 3986 allows it nowhere in a URL).
+    private static func mustBeEncoded(_ byte: UInt8) -> Bool {
+        byte >= 0x80 || byte <= 0x20 || " \"<>\\^`{|}".utf8.contains(byte)
     }
 
     public var description: String { string }

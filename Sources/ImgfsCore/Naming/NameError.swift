@@ -4,7 +4,7 @@ public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidPercentEscape(offset: Int)
     /// The decoded bytes are not UTF-8 text.
     case notUTF8
-    /// A NUL, control character, space or other byte no URL may hold appears in the decoded URL.
+    /// A NUL or other control character (0x00-0x1F, 0x7F) appears in the decoded URL.
     case forbiddenCharacter(UInt8)
     /// The name decodes to something that is not an absolute URL.
     case notAURL

@@ -37,6 +37,16 @@ public struct AddressPolicy: Hashable, Sendable {
         return "\(Self.printable(host)) is not an allowed host"
     }
 
+    /// Why an image cached from `host` must not be served any more, or nil when it may: ``refusal(host:)``, and, when
+    /// private networks are denied, `localhost` and `*.localhost` names (always loopback, RFC 6761). The caller checks
+    /// the address a cached image came from, when it was recorded, with ``refusal(numericAddress:)``.
+    public func refusal(cachedHost host: String) -> String? {
+        if let refusal = refusal(host: host) { return refusal }
+        let name = Self.normalised(host)
+        guard denyPrivateNetworks, name == "localhost" || name.hasSuffix(".localhost") else { return nil }
+        return "\(Self.printable(host)) is loopback"
+    }
+
     /// Whether a connection to `address` may be opened.
     public func allows(address: NetworkAddress) -> Bool { refusal(address: address) == nil }
 

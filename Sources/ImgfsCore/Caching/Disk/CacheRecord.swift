@@ -26,10 +26,23 @@ public struct CacheRecord: Codable, Equatable, Sendable {
     public var checksum: UInt32
     /// When the entry was last used; maintained by the cache (persisted at most about once a minute).
     public var lastAccess: Date
+    /// When the origin last vouched for the body (a 304 after `fetchedAt`); nil means `fetchedAt` (and in records
+    /// written before this field existed).
+    public var validatedAt: Date?
+    /// Whether the response's Cache-Control / Expires set `expiresAt` (under `--cache-control`); false when it is the
+    /// fixed `--expire`, which is computed again from the current option at use; nil in older records.
+    public var expiryFromHeaders: Bool?
+
+    /// The numeric address the body came from (see ``ResponseHead/remoteAddress``); nil when unknown (older records).
+    public var remoteAddress: String?
+
+    /// When the origin last vouched for the body: ``validatedAt``, else ``fetchedAt``.
+    public var lastValidated: Date { validatedAt ?? fetchedAt }
 
     /// A record; `checksum` and `lastAccess` are normally left for the cache to fill in.
     public init(key: String, url: String, size: Int, contentType: String?, etag: String?, lastModified: Date?,
-                fetchedAt: Date, expiresAt: Date, checksum: UInt32 = 0, lastAccess: Date = Date()) {
+                fetchedAt: Date, expiresAt: Date, checksum: UInt32 = 0, lastAccess: Date = Date(),
+                validatedAt: Date? = nil, expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil) {
         self.key = key
         self.url = url
         self.size = size
@@ -40,5 +53,8 @@ public struct CacheRecord: Codable, Equatable, Sendable {
         self.expiresAt = expiresAt
         self.checksum = checksum
         self.lastAccess = lastAccess
+        self.validatedAt = validatedAt
+        self.expiryFromHeaders = expiryFromHeaders
+        self.remoteAddress = remoteAddress
     }
 }

@@ -100,7 +100,10 @@ extension DiskCache {
             }
             let loaded = DiskCacheLoadedRecord(record)
             withIndex {
-                $0.modify(key, generation: entry.generation) { $0.loaded = loaded; $0.expiresAt = record.expiresAt }
+                $0.modify(key, generation: entry.generation) {
+                    $0.loaded = loaded
+                    $0.expiresAt = options.expiry(record)
+                }
             }
             var result = record
             result.lastAccess = entry.lastAccess

@@ -21,7 +21,8 @@ extension DiskCache {
     // MARK: - Sweeping
 
     /// Removes the entries that expired before `removeExpiredBefore` (callers keep recently expired entries for
-    /// revalidation or stale-if-error) and temporary files more than a minute older than `now`; returns how many
+    /// revalidation or stale-if-error; `.distantPast` removes none and reads no record) and temporary files more
+    /// than a minute older than `now`; returns how many
     /// entries, and how many bytes of bodies, were removed. Entries whose record is damaged are removed too (not
     /// counted).
     ///
@@ -29,6 +30,7 @@ extension DiskCache {
     /// entries are removed a batch at a time, so other calls are held up only briefly.
     public func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
         removeTemporaryFiles(olderThan: now.addingTimeInterval(-60))
+        guard removeExpiredBefore > .distantPast else { return (0, 0) }
         learnExpiries()
         let expired = withIndex { index in
             index.entries { $0.expiresAt.map { $0 < removeExpiredBefore } ?? false }
@@ -64,7 +66,7 @@ extension DiskCache {
             for entry in unknown[start..<min(start + 256, unknown.count)] {
                 do {
                     let record = try readRecord(entry)
-                    learned.append((entry.key, entry.generation, record.expiresAt))
+                    learned.append((entry.key, entry.generation, options.expiry(record)))
                 } catch let error as DiskCacheSystemError where !error.isMissing {
                     logger.debug("disk cache: cannot read the record of \(entry.key): \(error)")
                 } catch {

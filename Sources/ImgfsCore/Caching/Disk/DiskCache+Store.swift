@@ -60,7 +60,7 @@ extension DiskCache {
             try _writeEntry(stored, key: key, bodyFile: bodyFile, dataPath: dataPath, meta: meta, previous: previous)
             let entry = DiskCacheEntry(key: key, size: stored.size, checksum: stored.checksum,
                                        lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
-                                       expiresAt: stored.expiresAt, loaded: DiskCacheLoadedRecord(stored),
+                                       expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored),
                                        verified: true)
             if let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum {
                 _removeFile(layout.dataPath(for: key, checksum: replaced.checksum))
@@ -102,7 +102,10 @@ extension DiskCache {
             }
             let loaded = DiskCacheLoadedRecord(updated)
             withIndex {
-                $0.modify(key, generation: entry.generation) { $0.loaded = loaded; $0.expiresAt = updated.expiresAt }
+                $0.modify(key, generation: entry.generation) {
+                    $0.loaded = loaded
+                    $0.expiresAt = options.expiry(updated)
+                }
             }
             if let failure { throw failure.error }
         }

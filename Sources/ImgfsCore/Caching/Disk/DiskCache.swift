@@ -45,10 +45,14 @@ public final class DiskCache: Sendable {
 
     /// Opens (creating it, and its parents, with mode 0700 when missing) the cache in `directory`, keeping at most
     /// `sizeLimit` bytes of bodies. Builds the index from file names and statuses only, removes leftovers of
-    /// interrupted writes, and evicts least recently used entries if the files exceed `sizeLimit`.
+    /// interrupted writes, and evicts least recently used entries if the files exceed `sizeLimit`. `expiry` says when a
+    /// record stops being fresh, for sweeps (by default its stored `expiresAt`).
     /// - Throws: ``DiskCacheError`` when the directory cannot be created or listed.
-    public convenience init(directory: URL, sizeLimit: Int, logger: Logger) throws {
-        try self.init(directory: directory, sizeLimit: sizeLimit, logger: logger, options: DiskCacheOptions())
+    public convenience init(directory: URL, sizeLimit: Int, logger: Logger,
+                            expiry: @escaping @Sendable (CacheRecord) -> Date = { $0.expiresAt }) throws {
+        var options = DiskCacheOptions()
+        options.expiry = expiry
+        try self.init(directory: directory, sizeLimit: sizeLimit, logger: logger, options: options)
     }
 
     init(directory: URL, sizeLimit: Int, logger: Logger, options: DiskCacheOptions) throws {

@@ -9,6 +9,9 @@ struct DiskCacheOptions: Sendable {
     var accessPersistInterval: TimeInterval = 60
     /// The largest step of a body's checksum or write between two calls of a store's `pace`.
     var paceStep = 1 << 20
+    /// When a record stops being fresh (what sweeps compare): by default its stored expiry; the mount passes its
+    /// expiry policy, which may compute it from the fetch time and the current `--expire`.
+    var expiry: @Sendable (CacheRecord) -> Date = { $0.expiresAt }
     /// The clock used for last-use times.
     var now: @Sendable () -> Date = { Date() }
     /// Called with the final path before each file is written; an errno it returns makes the write fail with that

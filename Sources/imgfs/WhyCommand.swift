@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsFuse
+
+/// `imgfs why URL...`: prints why a URL failed, as the mount remembers it. A failed URL has no file (its lookup fails
+/// with the errno), so the reason is read from the mount's `.imgfs/` directory, by the URL's cache key.
+struct WhyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "why",
+        abstract: "Print why each URL failed in a running mount (what `user.imgfs.error` says), without fetching.",
+        discussion: """
+            Prints `<url>: <reason>` for each URL whose last fetch failed (until it is fetched successfully), and \
+            `<url>: no failure known` for the others. Exit status 0 when every URL had a reason, 1 otherwise.
+            """
+    )
+
+    @Argument(help: "http or https URLs, as given to imgfs path.")
+    var urls: [String]
+
+    @Option(help: "The mount point (default: every imgfs mount found).")
+    var mount: String?
+
+    func run() throws {
+        let mounts = mount.map { [URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? MountPoint.imgfsMounts()
+        guard !mounts.isEmpty else { throw ValidationError("no imgfs mount found; pass --mount DIR") }
+        var unknown = false
+        for text in urls {
+            guard let url = try? ImageURL(text) else {
+                print("\(text): \(URLText.problem(text))")
+                unknown = true
+                continue
+            }
+            let name = ImageFilesystem.errorByKeyPrefix + url.cacheKey
+            if let reason = mounts.lazy.compactMap({ MountControl.get(name, on: "\($0)/.imgfs") }).first {
+                print("\(text): \(reason)")
+            } else {
+                print("\(text): no failure known (fetched successfully, cached, or not tried yet)")
+                unknown = true
+            }
+        }
+        if unknown { throw ExitCode.failure }
+    }
+}
