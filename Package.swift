@@ -1,13 +1,15 @@
 // swift-tools-version:6.0
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
-//   CFuseShims                C interop only
+//   CFuseShims, CVips,
+//   CVipsShims                C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
+//   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
 //                             memfd memory for image bodies
-//   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
+//   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse and ImgfsVips together
 import PackageDescription
 
 let package = Package(
@@ -25,14 +27,17 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .target(name: "CVipsShims", dependencies: ["CVips"]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "CCurlShims", "CCurl"]),
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem",
+                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
