@@ -1,7 +1,9 @@
+#define _GNU_SOURCE
 #include "CVipsShims.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vips/vips.h>
 
@@ -9,6 +11,8 @@ static pthread_once_t started = PTHREAD_ONCE_INIT;
 static int start_result = -1;
 
 static void start_once(void) {
+    // libvips prints its warnings ("error in tile …") on stderr; imgfs reports failures itself (log, xattr).
+    setenv("VIPS_WARNING", "0", 0);
     if (vips_init("imgfs") != 0) return;
     // Results are cached by imgfs itself; libvips's operation cache would only hold decoded images in memory.
     vips_cache_set_max(0);
@@ -62,7 +66,7 @@ imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size
         return IMGFS_VIPS_UNDECODABLE;
     }
     snprintf(result->loader, sizeof result->loader, "%s", loader);
-    if (strstr(loader, "svg") != NULL || strstr(loader, "pdf") != NULL) {
+    if (strcasestr(loader, "svg") != NULL || strcasestr(loader, "pdf") != NULL) {
         snprintf(result->message, sizeof result->message, "%s: a vector or document format is not rasterized", loader);
         return IMGFS_VIPS_NOT_RASTER;
     }
@@ -80,10 +84,12 @@ imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size
                  result->source_width, result->source_height, (long long)max_pixels);
         return IMGFS_VIPS_TOO_MANY_PIXELS;
     }
+    // The loader's options go through option_string: libvips 8.14 does not pass thumbnail's own fail_on to a
+    // buffer loader, and a truncated JPEG would be padded with grey.
     VipsImage *thumbnail = NULL, *srgb = NULL, *memory = NULL, *opaque = NULL;
     imgfs_vips_status status = IMGFS_VIPS_UNDECODABLE;
     if (vips_thumbnail_buffer((void *)data, length, &thumbnail, size, "height", size, "size", VIPS_SIZE_DOWN,
-                              "fail_on", VIPS_FAIL_ON_ERROR, NULL) != 0) goto done;
+                              "option_string", "fail_on=error", NULL) != 0) goto done;
     if (vips_colourspace(thumbnail, &srgb, VIPS_INTERPRETATION_sRGB, NULL) != 0) goto done;
     // Decoded once, into memory (at most size x size pixels): the alpha test and the encoder both read it.
     if ((memory = vips_image_copy_memory(srgb)) == NULL) goto done;

@@ -15,13 +15,17 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ])
+            ] + (variants == nil ? [] : [DirectoryEntry(name: Self.thumbnailDirectory,
+                                                        inode: inodes.existingInode(.thumbnail(.root)) ?? Self.pseudoInode(""), kind: .directory)]))
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
             listing = .images(leading: leading, keys: repository.cachedKeys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
+        case .thumbnail(let thumbnails):
+            guard let thumbnailListing = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
+            listing = thumbnailListing
         case .image, .generated:
             return .failure(.notADirectory)
         }

@@ -173,6 +173,13 @@ public final class VariantStore: Sendable {
         return (nil, nil, error)
     }
 
+    /// The last failure of the variant when it is not cached and not being made (never makes anything).
+    public func knownFailure(_ size: Int, of url: ImageURL) -> VariantError? {
+        let key = Self.key(size, url)
+        guard memory.peek(key) == nil, disk?.record(forKey: key) == nil else { return nil }
+        return state.withLock { $0.waiting[key] == nil ? $0.lastErrors[key] : nil }
+    }
+
     /// Empties the variants' memory cache (memory pressure); returns the bytes freed.
     @discardableResult
     public func purgeMemory() -> Int { memory.purge() }
