@@ -19,8 +19,11 @@ public final class VariantWorkers: Sendable {
     public init(count: Int) {
         self.count = max(1, count)
         for index in 0..<self.count {
-            let thread = Thread { [self] in work() }
-            thread.name = "imgfs-variant-\(index)"
+            // Named from inside: on Linux a name set before start() does not reach the thread.
+            let thread = Thread { [self] in
+                Thread.current.name = "imgfs-variant-\(index)"
+                work()
+            }
             thread.stackSize = 8 << 20
             thread.start()
         }
