@@ -24,8 +24,8 @@ public struct VipsThumbnailer: VariantMaking {
         guard let base = original.baseAddress, original.count > 0 else { return .failure(.undecodable("empty body")) }
         var result = imgfs_vips_result()
         let status = imgfs_vips_thumbnail(base, original.count, Int32(clamping: specification.longerSide),
-                                          Int64(specification.maximumPixels), Int32(clamping: specification.jpegQuality),
-                                          &result)
+                                          Int64(specification.maximumPixels),
+                                          Int32(clamping: specification.jpegQuality), &result)
         defer { imgfs_vips_free(result.data) }
         let message = Self.text(&result.message)
         switch status {

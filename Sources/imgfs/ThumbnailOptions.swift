@@ -37,10 +37,11 @@ struct ThumbnailOptions: ParsableArguments {
         var configuration = VariantStore.Configuration()
         configuration.sizes = try sizes()
         configuration.maximumPixels = maxPixels
-        let disk = try DiskCache(directory: cacheDirectory.appendingPathComponent("variants"), sizeLimit: diskBudget / 4,
-                                 logger: logger)
-        return VariantStore(repository: repository, maker: try VipsThumbnailer(), memory: MemoryCache(budget: memoryBudget / 8),
-                            disk: disk, workers: VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount),
+        let disk = try DiskCache(directory: cacheDirectory.appendingPathComponent("variants"),
+                                 sizeLimit: diskBudget / 4, logger: logger)
+        let workers = VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount)
+        return VariantStore(repository: repository, maker: try VipsThumbnailer(),
+                            memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,
                             configuration: configuration, logger: logger)
     }
 }

@@ -6,9 +6,11 @@ import Testing
 /// A maker that records where and how often it ran, and answers what the test says.
 final class CountingMaker: VariantMaking, @unchecked Sendable {
     let calls = Mutex<[(thread: String, bytes: [UInt8], size: Int)]>([])
-    let answer: @Sendable ([UInt8], VariantSpecification) -> Result<MadeVariant, VariantError>
+    let answer: Answer
 
-    init(answer: @escaping @Sendable ([UInt8], VariantSpecification) -> Result<MadeVariant, VariantError> = { bytes, spec in
+    typealias Answer = @Sendable ([UInt8], VariantSpecification) -> Result<MadeVariant, VariantError>
+
+    init(answer: @escaping Answer = { bytes, spec in
         .success(MadeVariant(bytes: [UInt8(spec.longerSide & 0xff)] + bytes, format: .jpeg, width: 1, height: 1))
     }) {
         self.answer = answer
@@ -57,7 +59,10 @@ struct VariantStoreTests {
         let results = wait(replies, count: 30)
         #expect(results.count == 30 && results.allSatisfy { (try? $0.get()) != nil })
         #expect(maker.count == 3)
-        #expect(maker.calls.withLock { $0.allSatisfy { $0.thread.hasPrefix("imgfs-variant-") && $0.bytes == [1, 2, 3] } },
+        let onWorkers = maker.calls.withLock { calls in
+            calls.allSatisfy { $0.thread.hasPrefix("imgfs-variant-") && $0.bytes == [1, 2, 3] }
+        }
+        #expect(onWorkers,
                 "\(maker.calls.withLock { $0.map(\.thread) })")
         // Cached now: no new production.
         let again = Replies<Result<VariantStore.Variant, VariantError>>()
@@ -68,7 +73,7 @@ struct VariantStoreTests {
         #expect(store.cachedVariants(128).isEmpty)
     }
 
-    @Test("a decoder failure is answered to every waiter, cached nowhere, and remembered while the original is the same")
+    @Test("a decoder failure is answered to every waiter, cached nowhere, remembered while the original is the same")
     func failure() throws {
         let maker = CountingMaker { _, _ in .failure(.undecodable("broken")) }
         let disk = FakeDisk()
@@ -77,7 +82,8 @@ struct VariantStoreTests {
         for _ in 0..<4 { store.variant(256, of: url, refresh: true) { replies.record($0) } }
         fetcher.respond(0, body: [9, 9])
         let results = wait(replies, count: 4)
-        #expect(results.count == 4 && results.allSatisfy { if case .failure(.undecodable("broken")) = $0 { true } else { false } })
+        let broken = results.allSatisfy { if case .failure(.undecodable("broken")) = $0 { true } else { false } }
+        #expect(results.count == 4 && broken)
         #expect(store.knownFailure(256, of: url) == .undecodable("broken"))
         #expect(store.cachedVariants(256).isEmpty && disk.keys().isEmpty)
         let again = Replies<Result<VariantStore.Variant, VariantError>>()

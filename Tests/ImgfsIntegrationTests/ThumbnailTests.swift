@@ -13,7 +13,8 @@ struct ThumbnailTests {
 
     /// `user.imgfs.<name>` of a file, read by getfattr; nil when it has none.
     private func attribute(_ path: String, _ name: String) -> String? {
-        let result = try? ChildProcess.run("/usr/bin/getfattr", ["--absolute-names", "--only-values", "-n", "user.imgfs.\(name)", path])
+        let arguments = ["--absolute-names", "--only-values", "-n", "user.imgfs.\(name)", path]
+        let result = try? ChildProcess.run("/usr/bin/getfattr", arguments)
         return result?.status == 0 ? result?.output : nil
     }
 
@@ -40,7 +41,8 @@ struct ThumbnailTests {
         let mount = try MountedImgfs()
         defer { mount.stop() }
         let longer = Double(max(width, height))
-        let expectedJPEG = "JPEG \(Int((Double(width) * 256 / longer).rounded())) \(Int((Double(height) * 256 / longer).rounded()))"
+        let scaled = { (side: Int) in Int((Double(side) * 256 / longer).rounded()) }
+        let expectedJPEG = "JPEG \(scaled(width)) \(scaled(height))"
         #expect(try images.identify(thumb(mount, 256, origin.baseURL + "/large.jpg")) == expectedJPEG)
         #expect(try images.identify(thumb(mount, 64, origin.baseURL + "/large.jpg")).hasPrefix("JPEG"))
         // Transparency kept: PNG with an alpha channel, scaled 300x200 -> 256x171.
@@ -67,7 +69,7 @@ struct ThumbnailTests {
         #expect(PosixFile.read(thumb(mount, 100, origin.baseURL + "/large.jpg")) == .failure(Errno(ENOENT)))
     }
 
-    @Test("a bomb is EFBIG, a truncated JPEG EIO, an SVG EMEDIUMTYPE, a 404 original ENOENT; the reason is in user.imgfs.error")
+    @Test("bomb: EFBIG, truncated JPEG: EIO, SVG: EMEDIUMTYPE, 404 original: ENOENT; the reason in user.imgfs.error")
     func errors() throws {
         let images = try ThumbnailImages()
         let origin = try TestOrigin()
@@ -76,8 +78,8 @@ struct ThumbnailTests {
         let noise = try images.bytes("noise.jpg")
         origin.route("/bomb.png", .ok(try images.bomb(), contentType: "image/png"))
         origin.route("/cut.jpg", .ok(Array(noise.prefix(noise.count / 2)), contentType: "image/jpeg"))
-        origin.route("/vector.svg", .ok(Array(#"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="900"><rect width="9" height="9"/></svg>"#.utf8),
-                                        contentType: "image/svg+xml"))
+        let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="900"><rect width="9"/></svg>"#
+        origin.route("/vector.svg", .ok(Array(svg.utf8), contentType: "image/svg+xml"))
         let mount = try MountedImgfs(arguments: ["--log-level", "debug"])
         defer { mount.stop() }
         let cases: [(String, Int32, String)] = [

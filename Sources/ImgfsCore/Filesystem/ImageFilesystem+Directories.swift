@@ -15,8 +15,7 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ] + (variants == nil ? [] : [DirectoryEntry(name: Self.thumbnailDirectory,
-                                                        inode: inodes.existingInode(.thumbnail(.root)) ?? Self.pseudoInode(""), kind: .directory)]))
+            ] + thumbnailRootEntry())
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
@@ -24,8 +23,8 @@ extension ImageFilesystem {
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
         case .thumbnail(let thumbnails):
-            guard let thumbnailListing = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
-            listing = thumbnailListing
+            guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
+            listing = thumbnails
         case .image, .generated:
             return .failure(.notADirectory)
         }

@@ -82,6 +82,13 @@ extension ImageFilesystem {
         }
     }
 
+    /// `thumb/` in the root listing, when there are variants.
+    func thumbnailRootEntry() -> [DirectoryEntry] {
+        guard variants != nil else { return [] }
+        let inode = inodes.existingInode(.thumbnail(.root)) ?? Self.pseudoInode("")
+        return [DirectoryEntry(name: Self.thumbnailDirectory, inode: inode, kind: .directory)]
+    }
+
     /// `thumb/` lists the sizes; `thumb/<px>/` the cached variants of that size.
     func thumbnailListing(_ node: ThumbnailNode, leading: [DirectoryEntry]) -> DirectoryListing? {
         guard let variants else { return nil }

@@ -51,10 +51,12 @@ extension VariantStore {
             state.withLock { $0.failures[key] = (error, validator) }
             finish(key, .failure(error))
         case .success(let variant):
-            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-            logger.debug("variant made: \(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes in \(Int(milliseconds)) ms",
+            let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+            let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
+            logger.debug("variant made: \(made) in \(milliseconds) ms",
                          metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            finish(key, .success(file(variant, size: size, url: url, key: key, original: original, validator: validator)))
+            let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
+            finish(key, .success(filed))
         }
     }
 
@@ -125,7 +127,9 @@ extension VariantStore {
             switch result {
             case .success: state.lastErrors[key] = nil
             case .failure(let error):
-                if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
+                if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first {
+                    state.lastErrors[any] = nil
+                }
                 state.lastErrors[key] = error
             }
             return state.waiting.removeValue(forKey: key) ?? []

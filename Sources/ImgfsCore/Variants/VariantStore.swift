@@ -150,7 +150,8 @@ public final class VariantStore: Sendable {
             guard memory.peek(key) != nil || disk?.record(forKey: key) != nil else { continue }
             memory.remove(key)
             disk?.remove(key: key)
-            logger.info("original changed; variant dropped", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            logger.info("original changed; variant dropped",
+                        metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
         }
     }
 
@@ -165,7 +166,8 @@ public final class VariantStore: Sendable {
     }
 
     /// What is known about the variant now, without making anything (for extended attributes).
-    public func report(_ size: Int, of url: ImageURL) -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?) {
+    public func report(_ size: Int, of url: ImageURL)
+        -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?) {
         let key = Self.key(size, url)
         let error = state.withLock { $0.lastErrors[key] }
         if let image = memory.peek(key) { return (.memory, .memory(image), error) }
