@@ -6,7 +6,8 @@ enum FstabOptions {
                                      "deny-private-networks", "insecure", "nonempty", "no-passthrough"]
     static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
-                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file"]
+                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
+                                      "thumb-sizes", "max-pixels", "thumb-workers"]
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
                                          "rw"]
 

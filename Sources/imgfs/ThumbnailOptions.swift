@@ -6,8 +6,8 @@ import Logging
 
 /// The thumbnail options of `imgfs mount`, and the wiring of `thumb/`.
 struct ThumbnailOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The sizes under thumb/ (longest side in pixels), comma separated; others are ENOENT.",
-                               valueName: "sizes"))
+    @Option(help: ArgumentHelp("The sizes under thumb/ (longest side in pixels), separated by commas (or colons, in -o);"
+                               + " others are ENOENT.", valueName: "sizes"))
     var thumbSizes = "64,128,256,512,1024"
 
     @Option(help: "thumb/ refuses (EFBIG) originals whose header announces more pixels than this, before decoding.")
@@ -23,7 +23,7 @@ struct ThumbnailOptions: ParsableArguments {
     }
 
     func sizes() throws -> [Int] {
-        let sizes = thumbSizes.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let sizes = thumbSizes.split(whereSeparator: { $0 == "," || $0 == ":" }).map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) > 0 && ($0 ?? 0) <= 16384 }) else {
             throw ValidationError("--thumb-sizes: comma-separated sizes from 1 to 16384 pixels, e.g. 64,256")
         }
