@@ -19,8 +19,11 @@ public final class VariantWorkers: Sendable {
     public init(count: Int) {
         self.count = max(1, count)
         for index in 0..<self.count {
-            // Named from inside: on Linux a name set before start() does not reach the thread.
+            // Named from inside: on Linux a name set before start() does not reach the thread (and even from inside,
+            // Foundation may not pass it on when the thread runs before start() returns: ``isWorkerThread`` is what
+            // to rely on).
             let thread = Thread { [self] in
+                Thread.current.threadDictionary[Self.marker] = true
                 Thread.current.name = "imgfs-variant-\(index)"
                 work()
             }
@@ -28,6 +31,11 @@ public final class VariantWorkers: Sendable {
             thread.start()
         }
     }
+
+    /// Whether the calling thread is a worker of some pool.
+    public static var isWorkerThread: Bool { Thread.current.threadDictionary[marker] as? Bool == true }
+
+    private static let marker = "imgfs.variant-worker"
 
     /// Queues `job`.
     public func submit(_ job: @escaping @Sendable () -> Void) {
