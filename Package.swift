@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
-//   CFuseShims                C interop only
+//   CFuseShims, CVips,
+//   CVipsShims                C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
@@ -9,7 +10,8 @@
 //                             memfd memory for image bodies, worker threads and their signal masks
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
-//   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
+//   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
+//   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse and ImgfsVips together
 import PackageDescription
 
 let package = Package(
@@ -27,14 +29,17 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .target(name: "CVipsShims", dependencies: ["CVips"]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "ImgfsSystem", "CCurlShims", "CCurl"]),
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "ImgfsSystem", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem",
+                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

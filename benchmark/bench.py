@@ -31,6 +31,8 @@ def main():
     parser.add_argument("--no-restart", action="store_true", help="skip the restart with 100,000 cached entries")
     parser.add_argument("--restart-entries", type=int, default=0)
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
+    parser.add_argument("--thumbnails", action="store_true",
+                        help="run only the thumbnail rows (thumb/256/ vs vipsthumbnail and Pillow)")
     args = parser.parse_args()
     if not (args.workdir and args.imgfs and args.results):
         parser.error("--workdir, --imgfs and --results are required (run benchmark/bench)")
@@ -44,6 +46,8 @@ def main():
     if args.keep_work:
         open(os.path.join(args.workdir, "keep"), "w").close()
     try:
+        if args.thumbnails:
+            return run_thumbnail_rows(bench, args)
         bench.run()
         table, ratios, targets = report(bench)
         path = write_results(bench, table, ratios, targets)
@@ -68,6 +72,22 @@ def main():
         if getattr(bench, "origin", None):
             bench.origin.stop()
         bench.owned.cleanup()
+
+
+def run_thumbnail_rows(bench, args):
+    """The thumbnail rows on their own (benchkit/thumbnails.py); prints and writes their table."""
+    import datetime
+    from benchkit.systems import Imgfs
+    from benchkit.thumbnails import run_thumbnails
+    bench.setup()
+    text = run_thumbnails(bench, Imgfs(bench, args.imgfs))
+    os.makedirs(args.results, exist_ok=True)
+    path = os.path.join(args.results, f"{datetime.datetime.now():%Y-%m-%d-%H%M}-thumbnails.md")
+    with open(path, "w") as f:
+        f.write(f"# imgfs thumbnail benchmark\n\n{text}\n")
+    print(text)
+    print(f"\nresults: {path}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ enum FstabOptions {
     static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
                                       "max-stale",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
-                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file"]
+                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
+                                      "thumb-sizes", "max-pixels", "thumb-workers"]
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
                                          "rw"]
 

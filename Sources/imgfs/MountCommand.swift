@@ -31,6 +31,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Caching")
     var cache: CacheOptions
 
+    @OptionGroup(title: "Thumbnails")
+    var thumbnails: ThumbnailOptions
+
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
@@ -79,10 +82,14 @@ struct MountCommand: ParsableCommand {
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
-        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
+        let variants = try thumbnails.makeStore(repository: repository, cacheDirectory: cacheDirectory,
+                                                memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
+                                                logger: logger)
+        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger, variants: variants)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)
+            variants.purgeMemory()
             Allocator.trim()
         }
         let mount: FuseMount
@@ -105,6 +112,7 @@ struct MountCommand: ParsableCommand {
             pressure.stop()
             fetcher.shutdown()
             repository.flushDiskWrites()
+            variants.flushDiskWrites()
         }
         logger.notice("unmounted \(mountPath)")
     }

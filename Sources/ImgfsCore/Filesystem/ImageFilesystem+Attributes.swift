@@ -6,6 +6,11 @@ extension ImageFilesystem {
     /// The `user.imgfs.*` attributes of an image: what is known now. Never fetches anything.
     public func extendedAttributes(_ inode: UInt64) -> Result<[(name: String, value: String)], FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
+        if case .thumbnail(.image(let size, let url)) = node {
+            return .success(variantAttributes(size, url).compactMap { name, value in
+                value.map { (Self.attributePrefix + name, $0) }
+            })
+        }
         guard case .image(let url) = node else { return .success([]) }
         let report = repository.report(url)
         let iso = ISO8601DateFormatter()

@@ -15,13 +15,16 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ])
+            ] + thumbnailRootEntry())
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
             listing = .images(leading: leading, keys: repository.tiers.keys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
+        case .thumbnail(let thumbnails):
+            guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
+            listing = thumbnails
         case .image, .generated:
             return .failure(.notADirectory)
         }

@@ -10,6 +10,7 @@ extension ImageFilesystem {
             case .root:
                 if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
+                if variants != nil, name == Array(Self.thumbnailDirectory.utf8) { return .success(.thumbnail(.root)) }
                 return .failure(.notFound)
             case .control:
                 guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
@@ -22,6 +23,8 @@ extension ImageFilesystem {
                 return try resolveChunk(name, after: "")
             case .chunkPrefix(let prefix):
                 return try resolveChunk(name, after: prefix)
+            case .thumbnail(let node):
+                return resolveThumbnail(name, in: node)
             case .image, .generated:
                 return .failure(.notADirectory)
             }

@@ -51,6 +51,8 @@ public final class ImageFilesystem: Sendable {
 
     let repository: ImageRepository
     let registry: LongNameRegistry
+    /// Thumbnails and downsized variants (`thumb/`); nil: no `thumb/` directory.
+    let variants: VariantStore?
     let configuration: Configuration
     let logger: Logger
     let inodes = InodeTable()
@@ -64,12 +66,14 @@ public final class ImageFilesystem: Sendable {
     let preloads = PreloadTracker()
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                logger: Logger) {
+                logger: Logger, variants: VariantStore? = nil) {
         self.repository = repository
         self.registry = registry
+        self.variants = variants
         self.configuration = configuration
         self.logger = logger
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
+        variants?.onReplaced { [weak self] size, url in self?.invalidateVariant(size, url) }
     }
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
@@ -103,6 +107,8 @@ public final class ImageFilesystem: Sendable {
         case .success(.generated(let file)):
             reply(.success(Entry(attributes: generatedAttributes(file.inode, size: content(of: file).count),
                                  entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
+        case .success(.thumbnail(.image(let size, let url))):
+            reply(.success(lookupVariant(size, url)))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -117,6 +123,7 @@ public final class ImageFilesystem: Sendable {
     /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
     public func unlink(parent: UInt64, name: [UInt8]) -> Result<Void, FilesystemError> {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
+        if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
         guard directory == .images else { return .failure(.readOnly) }
         switch resolve(name, in: directory) {
         case .success(.image(let url)):
@@ -141,6 +148,8 @@ public final class ImageFilesystem: Sendable {
         case .generated(let file):
             reply(.success(Entry(attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
                                  attributeTimeout: 0)))
+        case .thumbnail(.image(let size, let url)):
+            variantAttributes(inode, size, url, reply: reply)
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -169,6 +178,8 @@ public final class ImageFilesystem: Sendable {
                 return files.next
             }
             reply(.success(OpenFile(handle: handle, directIO: true)))
+        case .thumbnail(.image(let size, let url)):
+            openVariant(size, url, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -186,6 +197,8 @@ public final class ImageFilesystem: Sendable {
         case .generated:
             guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
             reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
+        case .thumbnail(.image(let size, let url)):
+            readVariant(size, url, offset: offset, count: count, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -261,7 +274,7 @@ public final class ImageFilesystem: Sendable {
         preloads.isCurrent(inode, generation: generation)
     }
 
-    private func unknownSizeEntry(_ inode: UInt64) -> Entry {
+    func unknownSizeEntry(_ inode: UInt64) -> Entry {
         let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
         return Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
     }
@@ -285,10 +298,16 @@ public final class ImageFilesystem: Sendable {
     }
 
     private func contentChanged(_ url: ImageURL) {
+        variantsOriginalChanged(url)
         guard let inode = inodes.existingInode(.image(url)) else { return }
         preloads.contentChanged(inode)
         guard let handler = invalidation.withLock({ $0 }) else { return }
         logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
         handler(inode)
+    }
+
+    /// Tells the kernel to drop what it cached of `inode` (pages and attributes).
+    func invalidate(_ inode: UInt64) {
+        invalidation.withLock { $0 }?(inode)
     }
 }

@@ -14,6 +14,8 @@ public enum Node: Hashable, Sendable {
     case generated(GeneratedFile)
     /// An image file.
     case image(ImageURL)
+    /// `thumb/`, a size directory below it, or a variant in one.
+    case thumbnail(ThumbnailNode)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -62,7 +64,7 @@ public final class InodeTable: Sendable {
         case .chunkRoot: return Self.chunkRootInode
         case .control: return Self.controlInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image:
+        case .chunkPrefix, .image, .thumbnail:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -85,7 +87,7 @@ public final class InodeTable: Sendable {
         case .chunkRoot: Self.chunkRootInode
         case .control: Self.controlInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .thumbnail: state.withLock { $0.numbers[node] }
         }
     }
 

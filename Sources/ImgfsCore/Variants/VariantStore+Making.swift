@@ -1,0 +1,139 @@
+import Foundation
+
+// MARK: - Making variants
+
+extension VariantStore {
+    /// Joins the production of the variant under `key`, or starts it: the original's metadata first (revalidated when
+    /// expired), then a worker decodes it unless a variant with the same validator is cached already.
+    func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
+        let first = state.withLock { state -> Bool in
+            state.waiting[key, default: []].append(reply)
+            return state.waiting[key]!.count == 1
+        }
+        guard first else { return }
+        repository.metadata(url, refresh: true) { [self] result in
+            switch result {
+            case .failure(let error):
+                finish(key, .failure(.original(error)))
+            case .success(let original):
+                let validator = Self.validator(size, original)
+                if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
+                    return finish(key, .success(renewed(cached, key: key, url: url)))
+                }
+                if let failure = state.withLock({ $0.failures[key] }), failure.validator == validator {
+                    return finish(key, .failure(failure.error))
+                }
+                workers.submit { [self] in produce(size, url, key: key, original: original, validator: validator) }
+            }
+        }
+    }
+
+    /// On a worker: reads the whole original, decodes it and files the variant.
+    private func produce(_ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String) {
+        let bytes: ImageSlice
+        switch wholeOriginal(url, size: original.size) {
+        case .failure(let error): return finish(key, .failure(.original(error)))
+        case .success(let slice): bytes = slice
+        }
+        let specification = VariantSpecification(longerSide: size, maximumPixels: configuration.maximumPixels,
+                                                 jpegQuality: configuration.jpegQuality)
+        let started = DispatchTime.now().uptimeNanoseconds
+        let made = bytes.withSegments { pieces in
+            if pieces.count == 1 { return maker.makeVariant(of: pieces[0], specification) }
+            var whole = [UInt8]()
+            whole.reserveCapacity(bytes.count)
+            for piece in pieces { whole.append(contentsOf: piece) }
+            return whole.withUnsafeBytes { maker.makeVariant(of: $0, specification) }
+        }
+        switch made {
+        case .failure(let error):
+            logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            state.withLock { $0.failures[key] = (error, validator) }
+            finish(key, .failure(error))
+        case .success(let variant):
+            let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+            let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
+            logger.debug("variant made: \(made) in \(milliseconds) ms",
+                         metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
+            finish(key, .success(filed))
+        }
+    }
+
+    /// The whole original, waited for on this worker (a transfer under way is joined, not repeated).
+    private func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
+        let answer = Locked<Result<ImageSlice, FetchError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        repository.read(url, offset: 0, count: size) { result in
+            answer.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        let result = answer.withLock { $0! }
+        if case .success(let slice) = result, slice.count != size {
+            return .failure(.truncated(expected: size, received: slice.count))
+        }
+        return result
+    }
+
+    /// Puts a made variant into memory and (in the background, or at once when memory cannot hold it) on disk.
+    private func file(_ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
+                      validator: String) -> Variant {
+        let previous = cachedVariant(key, counting: false)
+        let metadata = ImageMetadata(size: made.bytes.count, contentType: made.format.contentType, etag: validator,
+                                     lastModified: original.lastModified, fetchedAt: original.fetchedAt)
+        let image = CachedImage(url: url.withoutFragment, bytes: ImageBytes(copying: made.bytes), metadata: metadata,
+                                expiresAt: repository.report(url).expiresAt ?? now())
+        let inMemory = memory.insert(image, forKey: key)
+        if let disk {
+            let record = CacheRecord(key: key, url: url.withoutFragment.string, size: metadata.size,
+                                     contentType: metadata.contentType, etag: validator,
+                                     lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
+                                     expiresAt: image.expiresAt, lastAccess: now())
+            let write: @Sendable () -> Void = { [logger] in
+                do {
+                    try made.bytes.withUnsafeBytes { _ = try disk.store(record, body: $0) }
+                } catch {
+                    logger.warning("could not write a variant to the disk cache: \(error)", metadata: ["url": "\(url)"])
+                }
+            }
+            if inMemory { diskWrites.async(execute: write) } else { write() }
+        }
+        if let previous, previous.metadata.etag != validator { replaced(size, url) }
+        return .memory(image)
+    }
+
+    /// A cached variant whose original was found unchanged: it takes the original's (possibly renewed) expiry.
+    private func renewed(_ cached: Variant, key: String, url: ImageURL) -> Variant {
+        guard let expiresAt = repository.report(url).expiresAt, expiresAt > cached.expiresAt else { return cached }
+        memory.update(key) { $0.expiresAt = expiresAt }
+        if var record = disk?.record(forKey: key) {
+            record.expiresAt = expiresAt
+            try? disk?.update(record)
+        }
+        switch cached {
+        case .memory(var image):
+            image.expiresAt = expiresAt
+            return .memory(image)
+        case .disk(var record):
+            record.expiresAt = expiresAt
+            return .disk(record)
+        }
+    }
+
+    /// Answers everyone waiting for `key` and ends its production.
+    func finish(_ key: String, _ result: Result<Variant, VariantError>) {
+        let waiting = state.withLock { state -> [VariantReply] in
+            switch result {
+            case .success: state.lastErrors[key] = nil
+            case .failure(let error):
+                if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first {
+                    state.lastErrors[any] = nil
+                }
+                state.lastErrors[key] = error
+            }
+            return state.waiting.removeValue(forKey: key) ?? []
+        }
+        for reply in waiting { reply(result) }
+    }
+}

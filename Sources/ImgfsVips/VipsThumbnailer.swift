@@ -1,0 +1,53 @@
+import CVipsShims
+import ImgfsCore
+
+/// Makes variants with libvips (`vips_thumbnail_buffer`: shrink-on-load for JPEG and WebP, EXIF orientation applied,
+/// first page only), converted to sRGB and encoded as JPEG, or PNG when there is transparency.
+///
+/// Guarantees: thread safe (libvips is; each call uses one libvips thread and frees its buffers before returning);
+/// the header is checked against the pixel limit before any pixel is decoded; truncated or corrupt input fails with
+/// the decoder's reason instead of being padded; SVG and PDF are refused, never rasterized; libvips's own operation
+/// cache is off, so nothing decoded outlives a call.
+public struct VipsThumbnailer: VariantMaking {
+    /// Why libvips could not be started.
+    public struct StartFailure: Error, CustomStringConvertible {
+        public var description: String { "libvips could not be initialised" }
+    }
+
+    /// Initialises libvips (once per process).
+    public init() throws {
+        guard imgfs_vips_start() == 0 else { throw StartFailure() }
+    }
+
+    public func makeVariant(of original: UnsafeRawBufferPointer, _ specification: VariantSpecification)
+        -> Result<MadeVariant, VariantError> {
+        guard let base = original.baseAddress, original.count > 0 else { return .failure(.undecodable("empty body")) }
+        var result = imgfs_vips_result()
+        let status = imgfs_vips_thumbnail(base, original.count, Int32(clamping: specification.longerSide),
+                                          Int64(specification.maximumPixels),
+                                          Int32(clamping: specification.jpegQuality), &result)
+        defer { imgfs_vips_free(result.data) }
+        let message = Self.text(&result.message)
+        switch status {
+        case IMGFS_VIPS_OK:
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: result.data, count: result.length))
+            return .success(MadeVariant(bytes: bytes, format: result.png != 0 ? .png : .jpeg,
+                                        width: Int(result.width), height: Int(result.height)))
+        case IMGFS_VIPS_TOO_MANY_PIXELS:
+            return .failure(.tooManyPixels(width: Int(result.source_width), height: Int(result.source_height),
+                                           limit: specification.maximumPixels))
+        case IMGFS_VIPS_NOT_RASTER:
+            return .failure(.notRaster(message))
+        default:
+            let loader = Self.text(&result.loader)
+            return .failure(.undecodable(loader.isEmpty ? message : "\(loader): \(message)"))
+        }
+    }
+
+    /// A fixed-size C character array as a String (up to its NUL).
+    private static func text<T>(_ array: inout T) -> String {
+        withUnsafeBytes(of: &array) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,145 @@
+"""Thumbnail rows (benchmark/bench --thumbnails): imgfs's thumb/256/ against vipsthumbnail and Pillow.
+
+- imgfs: the benchmark's large images are read once through img/ (so the originals are cached), then thumb/256/ of
+  each is read by LARGE_READERS readers at once: thumbnails per second, the originals cached. Each repetition evicts
+  the variants first (rm thumb/256/*), so every one is made again.
+- vipsthumbnail (Debian libvips-tools): one process over all the files on tmpfs, the same size and JPEG quality.
+- Pillow: Image.draft() (JPEG shrink-on-load) + thumbnail() + save, from tmpfs, on one thread per core.
+- warm reread: the variants (small files) read again through the mount by SMALL_READERS readers, each pass the list
+  REREAD_ROUNDS times over, against the vipsthumbnail outputs read the same way from tmpfs.
+- the imgfs daemon's peak RSS (VmHWM).
+"""
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from .processes import BenchFailure, log, vmhwm_mib
+from .settings import LARGE_READERS, SMALL_READERS
+
+SIZE = 256
+QUALITY = 85
+WARM_PASSES = 5
+REREAD_ROUNDS = 50  # a pass of 20 files alone would time the thread pool, not the reads
+
+
+def read_whole(paths, threads):
+    """Reads every file completely with `threads` readers; returns (seconds, bytes)."""
+    def one(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data:
+            raise BenchFailure(f"empty read: {path}")
+        return len(data)
+    start = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        total = sum(pool.map(one, paths))
+    return time.monotonic() - start, total
+
+
+def pillow_thumbnails(paths, out_dir, threads):
+    """Pillow's fastest usual recipe; returns seconds."""
+    from PIL import Image
+
+    def one(item):
+        index, path = item
+        with Image.open(path) as image:
+            image.draft("RGB", (SIZE, SIZE))  # JPEG: decode at 1/2, 1/4 or 1/8 scale
+            image.thumbnail((SIZE, SIZE))
+            buffer = io.BytesIO()
+            if image.mode in ("RGBA", "LA", "P"):
+                image.save(buffer, "PNG")
+            else:
+                image.convert("RGB").save(buffer, "JPEG", quality=QUALITY)
+        with open(os.path.join(out_dir, f"{index}.out"), "wb") as f:
+            f.write(buffer.getvalue())
+    start = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, enumerate(paths)))
+    return time.monotonic() - start
+
+
+def vipsthumbnail(paths, out_dir):
+    """One vipsthumbnail process over all the files; returns seconds."""
+    command = ["vipsthumbnail", "--size", f"{SIZE}x{SIZE}>", "-o", os.path.join(out_dir, f"%s.jpg[Q={QUALITY},strip]")]
+    start = time.monotonic()
+    subprocess.run(command + paths, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def run_thumbnails(bench, imgfs):
+    """Runs the rows; returns the Markdown table."""
+    if not shutil.which("vipsthumbnail"):
+        raise BenchFailure("vipsthumbnail is missing: apt-get install libvips-tools")
+    rels = bench.large
+    sources = [os.path.join(bench.corpus, r) for r in rels]
+    threads = os.cpu_count() or 1
+    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm")}
+    mount = imgfs.mount(bench.origin.url)
+    try:
+        originals = [mount.path(r) for r in rels]
+        read_whole(originals, LARGE_READERS)  # the originals, cached
+        base = os.path.join(mount.mountpoint, "thumb", str(SIZE))
+        thumbs = [os.path.join(base, os.path.basename(p)) for p in originals]
+        for rep in range(bench.reps):
+            for name in os.listdir(base):
+                os.unlink(os.path.join(base, name))
+            seconds, _ = read_whole(thumbs, LARGE_READERS)
+            values["imgfs"].append(len(thumbs) / seconds)
+            mount.sample_rss()
+            out = os.path.join(bench.scratch, f"vips-{rep}")
+            os.makedirs(out)
+            values["vips"].append(len(sources) / vipsthumbnail(sources, out))
+            made = [os.path.join(out, name) for name in sorted(os.listdir(out))]
+            if len(made) != len(sources):
+                raise BenchFailure(f"vipsthumbnail wrote {len(made)} of {len(sources)} files")
+            pillow_out = os.path.join(bench.scratch, f"pillow-{rep}")
+            os.makedirs(pillow_out)
+            values["pillow"].append(len(sources) / pillow_thumbnails(sources, pillow_out, threads))
+            passes_imgfs, passes_tmpfs = [], []
+            for _ in range(WARM_PASSES):
+                many = thumbs * REREAD_ROUNDS
+                passes_imgfs.append(len(many) / read_whole(many, SMALL_READERS)[0])
+                many = made * REREAD_ROUNDS
+                passes_tmpfs.append(len(many) / read_whole(many, SMALL_READERS)[0])
+            values["imgfs-warm"].append(statistics.median(passes_imgfs))
+            values["tmpfs-warm"].append(statistics.median(passes_tmpfs))
+            shutil.rmtree(out)
+            shutil.rmtree(pillow_out)
+            log(f"thumbnails rep {rep + 1}: imgfs {values['imgfs'][-1]:.1f}/s, vipsthumbnail {values['vips'][-1]:.1f}/s,"
+                f" Pillow {values['pillow'][-1]:.1f}/s; warm reread imgfs {values['imgfs-warm'][-1]:.0f}/s,"
+                f" tmpfs {values['tmpfs-warm'][-1]:.0f}/s")
+        peak = mount.sample_rss() or vmhwm_mib(mount.proc.pid) or 0
+    finally:
+        mount.unmount()
+    return table(bench, values, peak, len(rels), threads)
+
+
+def table(bench, values, peak, count, threads):
+    def cell(key):
+        v = values[key]
+        return f"{statistics.median(v):.1f} ({min(v):.1f}–{max(v):.1f})"
+
+    def ratio(key, limit):
+        return f"{statistics.median(values[key]) / statistics.median(values[limit]):.2f}×"
+    large_bytes = sum(bench.manifest[r][0] for r in bench.large) / 1e6
+    rows = [
+        f"Thumbnails at {SIZE} px of the {count} large images ({large_bytes:.0f} MB), {bench.reps} repetition(s), "
+        f"median (min–max); {os.cpu_count()} CPUs (shared with whatever else runs).",
+        "",
+        "| row | per second | ratio | target |",
+        "|---|---|---|---|",
+        f"| imgfs thumb/{SIZE}/ through the mount, originals cached, {LARGE_READERS} readers | {cell('imgfs')} "
+        f"| {ratio('imgfs', 'vips')} vipsthumbnail | ≥ 1.5× |",
+        f"| vipsthumbnail, one process over all files on tmpfs | {cell('vips')} | 1.00× | |",
+        f"| Pillow draft() + thumbnail() from tmpfs, {threads} threads | {cell('pillow')} "
+        f"| {ratio('pillow', 'vips')} vipsthumbnail | |",
+        f"| warm reread of the variants through the mount, {SMALL_READERS} readers | {cell('imgfs-warm')} "
+        f"| {ratio('imgfs-warm', 'tmpfs-warm')} tmpfs | ≥ 0.5× |",
+        f"| warm reread of vipsthumbnail's files on tmpfs | {cell('tmpfs-warm')} | 1.00× | |",
+        f"| imgfs peak RSS (VmHWM) | {peak:.0f} MiB | | |",
+    ]
+    return "\n".join(rows)
