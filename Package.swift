@@ -1,10 +1,11 @@
 // swift-tools-version:6.0
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
-//   CFuseShims                C interop only
+//   CFuseShims, CHiredis      C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; no C imports
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore + CFuse)
+//   ImgfsRedis                the shared tier's store on Redis through hiredis (ImgfsCore + CHiredis)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
 //                             memfd memory for image bodies
 //   imgfs                     the command line; wires ImgfsCurl and ImgfsFuse together
@@ -25,14 +26,16 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "CCurlShims", "CCurl"]),
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsRedis", dependencies: ["ImgfsCore", "CHiredis"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem",
+                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis", "ImgfsSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

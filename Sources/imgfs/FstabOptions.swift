@@ -6,7 +6,9 @@ enum FstabOptions {
                                      "deny-private-networks", "insecure", "nonempty", "no-passthrough"]
     static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
-                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file"]
+                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
+                                      "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
+                                      "shared-lease"]
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
                                          "rw"]
 

@@ -40,6 +40,9 @@ public final class ImageRepository: @unchecked Sendable {
         public var diskWriteHoldLimit = 16 << 20
         /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).
         public var bodyMemory = BodyMemory.ordinary
+        /// The shared tier (`--shared-cache`), when the fetcher goes through one: `cache-only` may then still read it
+        /// (never the origin), and its counters join the statistics.
+        public var sharedTier: SharedTierFetcher?
 
         public init() {}
     }
@@ -105,7 +108,7 @@ public final class ImageRepository: @unchecked Sendable {
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
                 logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
                 diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")) {
-        self.fetcher = fetcher
+        self.fetcher = configuration.policy == .cacheOnly ? configuration.sharedTier?.storeOnly ?? fetcher : fetcher
         self.diskWrites = diskWriter
         self.memory = memory
         self.disk = disk
@@ -320,7 +323,8 @@ public final class ImageRepository: @unchecked Sendable {
         return RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
                                     memoryEntries: memory.count, memoryBudget: memory.budget,
                                     diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
-                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
+                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight,
+                                    sharedTier: configuration.sharedTier?.counters)
     }
 
     /// The failure remembered for `url` (within its failure memory) when no cached copy exists, with the size the
@@ -386,7 +390,7 @@ public final class ImageRepository: @unchecked Sendable {
                 return _start(url, &state, request: reload ? FetchRequest(url: url) : Self.validators(url, cached), fallback: cached)
             }
             if let failure { return .answer(.failure(failure)) }
-            if configuration.policy == .cacheOnly { return .answer(.failure(.notCached)) }
+            if configuration.policy == .cacheOnly && configuration.sharedTier == nil { return .answer(.failure(.notCached)) }
             return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
         }
         switch step {
