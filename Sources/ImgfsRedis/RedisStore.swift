@@ -63,9 +63,18 @@ public final class RedisStore: SharedStoring {
     }
 
     private func run(_ arguments: [[UInt8]]) throws(SharedStoreError) -> RedisConnection.Reply {
-        var pooled = idle.withLock { $0.popLast() }
-        if pooled == nil { pooled = try RedisConnection(address: address, timeout: timeout) }
-        guard let connection = pooled else { throw .unavailable("no connection") }
+        if let pooled = idle.withLock({ $0.popLast() }) {
+            do throws(SharedStoreError) {
+                return try finish(pooled, arguments)
+            } catch .unavailable {
+                // A pooled connection the server closed (a restart, an idle timeout): try once on a new one.
+            }
+        }
+        return try finish(try RedisConnection(address: address, timeout: timeout), arguments)
+    }
+
+    /// Runs the command on `connection` and pools the connection again unless it broke.
+    private func finish(_ connection: RedisConnection, _ arguments: [[UInt8]]) throws(SharedStoreError) -> RedisConnection.Reply {
         defer { if !connection.isBroken { idle.withLock { $0.append(connection) } } }
         return try connection.command(arguments)
     }
