@@ -26,10 +26,11 @@ final class RedisConnection {
         guard let context = redisConnectWithTimeout(address.host, Int32(address.port), interval) else {
             throw .unavailable("out of memory")
         }
+        // From here on a throw runs deinit, which frees the context (freeing it here too would free it twice).
         self.context = context
         if context.pointee.err != 0 {
+            isBroken = true
             let reason = Self.errorText(context)
-            redisFree(context)
             throw Self.isTimeout(reason) ? .timedOut : .unavailable(reason)
         }
         _ = redisSetTimeout(context, interval)

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import ImgfsCore
 
 /// The shared store on a Redis server (or a compatible one: Valkey, KeyDB, managed services) through hiredis.
@@ -20,9 +21,13 @@ public final class RedisStore: SharedStoring {
         """.utf8)
 
     /// A store at `address`; nothing is connected until the first call.
+    ///
+    /// SIGPIPE is ignored from then on, process-wide: hiredis writes with plain `write`, and a server that closed the
+    /// connection would otherwise kill the mount (the write then fails with EPIPE, and the store is reported down).
     public init(address: SharedCacheAddress, timeout: TimeInterval) {
         self.address = address
         self.timeout = timeout
+        signal(SIGPIPE, SIG_IGN)
     }
 
     public func get(_ key: String) throws(SharedStoreError) -> [UInt8]? {

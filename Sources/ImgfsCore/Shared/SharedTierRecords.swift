@@ -55,6 +55,7 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
     public func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array((try? encoder.encode(self)) ?? Data())
     }
 

@@ -1,0 +1,160 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Issue 19: the shared tier when Redis fails or holds bad values, its TTLs, and the policies that hold across it.
+@Suite("Shared tier failures and policies", .serialized, .enabled(if: FuseAvailability.available && RedisServer.available))
+struct SharedTierFailureTests {
+    private func serve(_ images: [[UInt8]], on origin: TestOrigin, headers: [(String, String)] = []) -> [String] {
+        images.enumerated().map { index, body in
+            var response = OriginResponse.ok(body, contentType: "image/png")
+            response.headers += headers
+            origin.route("/i\(index).png", response)
+            return "\(origin.baseURL)/i\(index).png"
+        }
+    }
+
+    private func count(_ text: String, in log: String) -> Int {
+        log.components(separatedBy: text).count - 1
+    }
+
+    @Test("Redis stopped mid-run and restarted: every read is correct, the log says so once (and its recovery)")
+    func redisOutage() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(40)
+        let urls = serve(images, on: origin)
+        let a = try SharedTierTests.member(redis)
+        defer { a.stop() }
+        let b = try SharedTierTests.member(redis)
+        defer { b.stop() }
+        #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
+        redis.stop()
+        for index in 1...5 {
+            #expect(SharedTierTests.outcome(a.path(urls[index]), images[index]) == "same bytes")
+            #expect(SharedTierTests.outcome(b.path(urls[index]), images[index]) == "same bytes")
+        }
+        try redis.start()
+        var next = 6
+        let recovered = SharedTierTests.await {
+            guard next < 30 else { return false }
+            #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
+            next += 1
+            Thread.sleep(forTimeInterval: 0.2)
+            return a.log.contains("shared cache answers again")
+        }
+        #expect(recovered, "A never logged the recovery")
+        // Back in use: what A fetches now, B reads from Redis.
+        origin.resetCounters()
+        #expect(SharedTierTests.outcome(a.path(urls[35]), images[35]) == "same bytes")
+        #expect(a.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= 2 })
+        #expect(SharedTierTests.outcome(b.path(urls[35]), images[35]) == "same bytes")
+        #expect(origin.requestCount("/i35.png") == 1)
+        #expect(count("shared cache unusable", in: a.log) == 1, "\(a.log)")
+        #expect(count("shared cache answers again", in: a.log) == 1)
+        #expect(count("shared cache unusable", in: b.log) == 1)
+        #expect((a.statistics()["repository.shared_tier.outages"] ?? 0) == 1)
+    }
+
+    @Test("a corrupt or foreign value planted in Redis is ignored, refetched and overwritten")
+    func corruptValues() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(2)
+        let urls = serve(images, on: origin)
+        let a = try SharedTierTests.member(redis)
+        defer { a.stop() }
+        #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
+        #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
+        let keys0 = SharedTierKeys(url: try ImageURL(urls[0]))
+        let pieces = try redis.keys("imgfs:v1:piece:\(keys0.hash):*")
+        #expect(pieces.count == 1)
+        for piece in pieces { try redis.cli("SET", piece, "IMP1 not the bytes that were stored") }
+        // A foreign value where URL 1's record belongs.
+        let keys1 = SharedTierKeys(url: try ImageURL(urls[1]))
+        try redis.cli("SET", keys1.meta, #"{"version":1,"url":"http://elsewhere/x.png","fetch":"f","pieceSize":1}"#)
+        let b = try SharedTierTests.member(redis)
+        defer { b.stop() }
+        for (index, url) in urls.enumerated() {
+            #expect(SharedTierTests.outcome(b.path(url), images[index]) == "same bytes")
+        }
+        #expect(origin.requestCount("/i0.png") == 2 && origin.requestCount("/i1.png") == 1)
+        #expect((b.statistics()["repository.shared_tier.rejected"] ?? 0) >= 2)
+        #expect(b.waitForStatistics { $0["repository.shared_tier.published"] == 2 })
+        #expect(try redis.cli("GET", keys1.meta).contains(urls[1]), "the foreign record was not overwritten")
+        // Overwritten with good values: a third mount reads both from Redis.
+        let c = try SharedTierTests.member(redis)
+        defer { c.stop() }
+        for (index, url) in urls.enumerated() {
+            #expect(SharedTierTests.outcome(c.path(url), images[index]) == "same bytes")
+        }
+        #expect(origin.requestCount("/i0.png") == 2 && origin.requestCount("/i1.png") == 1)
+    }
+
+    @Test("the TTL in Redis matches the expiry (--expire, and max-age with --cache-control)")
+    func ttlMatchesExpiry() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(2)
+        let plain = serve([images[0]], on: origin)[0]
+        var response = OriginResponse.ok(images[1], contentType: "image/png")
+        response.headers.append(("Cache-Control", "max-age=120"))
+        origin.route("/aged.png", response)
+        let a = try SharedTierTests.member(redis, ["--expire", "1h"])
+        defer { a.stop() }
+        #expect(SharedTierTests.outcome(a.path(plain), images[0]) == "same bytes")
+        #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
+        let ttl = Int(try redis.cli("PTTL", SharedTierKeys(url: try ImageURL(plain)).meta)) ?? -1
+        #expect(ttl > 3_600_000 - 60_000 && ttl <= 3_600_000, "PTTL \(ttl)")
+        let b = try SharedTierTests.member(redis, ["--cache-control"])
+        defer { b.stop() }
+        let aged = origin.baseURL + "/aged.png"
+        #expect(SharedTierTests.outcome(b.path(aged), images[1]) == "same bytes")
+        #expect(b.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
+        let agedTTL = Int(try redis.cli("PTTL", SharedTierKeys(url: try ImageURL(aged)).meta)) ?? -1
+        #expect(agedTTL > 60_000 && agedTTL <= 120_000, "PTTL \(agedTTL)")
+    }
+
+    @Test("policies hold: no-store is never shared, --allow-host applies first, cache-only reads Redis but not the origin")
+    func policies() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(3)
+        let urls = serve(Array(images[0..<2]), on: origin)
+        let private_ = origin.baseURL + "/private.png"
+        var noStore = OriginResponse.ok(images[2], contentType: "image/png")
+        noStore.headers.append(("Cache-Control", "no-store"))
+        origin.route("/private.png", noStore)
+        let a = try SharedTierTests.member(redis, ["--cache-control"])
+        defer { a.stop() }
+        #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
+        #expect(SharedTierTests.outcome(a.path(private_), images[2]) == "same bytes")
+        #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
+        #expect(try redis.keys("imgfs:v1:meta:\(SharedTierKeys(url: try ImageURL(private_)).hash)").isEmpty)
+        let b = try SharedTierTests.member(redis, ["--cache-control"])
+        defer { b.stop() }
+        #expect(SharedTierTests.outcome(b.path(private_), images[2]) == "same bytes")
+        #expect(origin.requestCount("/private.png") == 2, "a no-store body was shared")
+        // --allow-host: refused before Redis is asked, although Redis has the image.
+        let fenced = try SharedTierTests.member(redis, ["--allow-host", "images.example.com"])
+        defer { fenced.stop() }
+        #expect(PosixFile.read(fenced.path(urls[0])) == .failure(Errno(EACCES)))
+        #expect(fenced.statistics()["repository.shared_tier.hits"] == 0)
+        // cache-only: Redis yes, the origin never.
+        let offline = try SharedTierTests.member(redis, ["--policy", "cache-only"])
+        defer { offline.stop() }
+        #expect(SharedTierTests.outcome(offline.path(urls[0]), images[0]) == "same bytes")
+        #expect(PosixFile.read(offline.path(urls[1])) == .failure(Errno(ENOENT)))
+        #expect(origin.requestCount("/i0.png") == 1 && origin.requestCount("/i1.png") == 0)
+    }
+}
