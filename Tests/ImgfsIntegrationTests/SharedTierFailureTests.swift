@@ -60,6 +60,38 @@ struct SharedTierFailureTests {
         #expect((a.statistics()["repository.shared_tier.outages"] ?? 0) == 1)
     }
 
+    @Test("a Redis that stops answering (SIGSTOP) costs at most the timeout: reads go to the origin, logged once")
+    func redisHangs() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(30)
+        let urls = serve(images, on: origin)
+        let a = try SharedTierTests.member(redis, ["--shared-timeout", "50ms"])
+        defer { a.stop() }
+        #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
+        redis.signal(SIGSTOP)
+        defer { redis.signal(SIGCONT) }
+        for index in 1..<6 {
+            let start = Date()
+            #expect(SharedTierTests.outcome(a.path(urls[index]), images[index]) == "same bytes")
+            #expect(Date().timeIntervalSince(start) < 2, "a read waited \(Date().timeIntervalSince(start)) s for Redis")
+        }
+        #expect(count("shared cache unusable (no answer within the timeout)", in: a.log) == 1, "\(a.log)")
+        redis.signal(SIGCONT)
+        var next = 6
+        let recovered = SharedTierTests.await {
+            guard next < urls.count else { return false }
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
+            next += 1
+            return a.log.contains("shared cache answers again")
+        }
+        #expect(recovered)
+        #expect((a.statistics()["repository.shared_tier.errors"] ?? 0) >= 1)
+    }
+
     @Test("a corrupt or foreign value planted in Redis is ignored, refetched and overwritten")
     func corruptValues() throws {
         let redis = try RedisServer()

@@ -54,6 +54,11 @@ final class RedisServer: @unchecked Sendable {
         if process.wait(timeout: 10) == nil { process.kill9AndReap() }
     }
 
+    /// Sends `sig` to the server (SIGSTOP makes it a server that stops answering, SIGCONT brings it back).
+    func signal(_ sig: Int32) {
+        process?.signal(sig)
+    }
+
     /// Runs a redis-cli command against the server; its output without the trailing newline.
     @discardableResult
     func cli(_ arguments: String...) throws -> String {
