@@ -155,6 +155,33 @@ struct SharedTierFailureTests {
         #expect(agedTTL > 60_000 && agedTTL <= 120_000, "PTTL \(agedTTL)")
     }
 
+    @Test("a password-protected Redis: the password from the address or a file, options in fstab form")
+    func password() throws {
+        let redis = try RedisServer(password: "fleet-secret")
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.smallPNGs(1)[0]
+        let url = serve([image], on: origin)[0]
+        let a = try MountedImgfs(arguments: ["--shared-cache", "redis://:fleet-secret@127.0.0.1:\(redis.port)/3"])
+        defer { a.stop() }
+        #expect(SharedTierTests.outcome(a.path(url), image) == "same bytes")
+        #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
+        let file = "/tmp/imgfs-redis-pw-\(getpid())"
+        try "fleet-secret\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let b = try MountedImgfs(arguments: ["-o", "shared_cache=redis://127.0.0.1:\(redis.port)/3,shared_cache_password_file=\(file)"])
+        defer { b.stop() }
+        #expect(SharedTierTests.outcome(b.path(url), image) == "same bytes")
+        #expect(origin.requestCount("/i0.png") == 1, "B did not read A's copy from Redis database 3")
+        #expect(!a.log.contains("fleet-secret") && !b.log.contains("fleet-secret"), "the password was logged")
+        // A wrong password is a Redis that cannot be used: the origin, as always.
+        let c = try MountedImgfs(arguments: ["--shared-cache", "redis://:wrong@127.0.0.1:\(redis.port)/3"])
+        defer { c.stop() }
+        #expect(SharedTierTests.outcome(c.path(url), image) == "same bytes")
+        #expect(origin.requestCount("/i0.png") == 2)
+    }
+
     @Test("policies hold: no-store is never shared, --allow-host applies first, cache-only reads Redis but not the origin")
     func policies() throws {
         let redis = try RedisServer()

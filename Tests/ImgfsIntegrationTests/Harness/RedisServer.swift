@@ -18,9 +18,12 @@ final class RedisServer: @unchecked Sendable {
 
     let port: Int
     let logPath: String
+    /// The password clients must give (`requirepass`), if any.
+    let password: String?
     private var process: ChildProcess?
 
-    init() throws {
+    init(password: String? = nil) throws {
+        self.password = password
         port = try Self.freePort()
         logPath = "/tmp/imgfs-redis-\(getpid())-\(port).log"
         try start()
@@ -34,7 +37,8 @@ final class RedisServer: @unchecked Sendable {
     /// Starts the server (again) and waits until it answers PING.
     func start() throws {
         process = try ChildProcess.spawn(Self.serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "",
-                                                           "--appendonly", "no", "--daemonize", "no"],
+                                                           "--appendonly", "no", "--daemonize", "no"]
+                                             + (password.map { ["--requirepass", $0] } ?? []),
                                          outputPath: logPath)
         let deadline = Date().addingTimeInterval(10)
         while (try? cli("PING")) != "PONG" {
@@ -66,7 +70,9 @@ final class RedisServer: @unchecked Sendable {
     }
 
     func cli(_ arguments: [String]) throws -> String {
-        let result = try ChildProcess.run(Self.cliPath, ["-h", "127.0.0.1", "-p", "\(port)"] + arguments, timeout: 10)
+        let auth = password.map { ["-a", $0, "--no-auth-warning"] } ?? []
+        let result = try ChildProcess.run(Self.cliPath, ["-h", "127.0.0.1", "-p", "\(port)"] + auth + arguments,
+                                          timeout: 10)
         guard result.status == 0 else { throw Failure(description: "redis-cli \(arguments): \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
