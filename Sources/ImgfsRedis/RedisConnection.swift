@@ -35,7 +35,8 @@ final class RedisConnection {
         }
         _ = redisSetTimeout(context, interval)
         if let password = address.password {
-            let arguments = [Array("AUTH".utf8)] + (address.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)]
+            let user = address.user.map { [Array($0.utf8)] } ?? []
+            let arguments = [Array("AUTH".utf8)] + user + [Array(password.utf8)]
             try closeOnFailure { () throws(SharedStoreError) in _ = try command(arguments) }
         }
         if address.database != 0 {
@@ -97,15 +98,18 @@ final class RedisConnection {
     }
 
     /// Calls `body` with C views of `arguments` (pointers and lengths), valid during the call.
-    private static func withArgv<Result>(_ arguments: [[UInt8]],
-                                         _ body: (UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> Result) -> Result {
+    private static func withArgv<Result>(
+        _ arguments: [[UInt8]], _ body: (UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> Result
+    ) -> Result {
         let pointers = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: max(1, arguments.count))
         defer { pointers.deallocate() }
         var copies: [UnsafeMutableRawPointer] = []
         defer { copies.forEach { $0.deallocate() } }
         for (index, argument) in arguments.enumerated() {
             let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, argument.count), alignment: 1)
-            argument.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: $0.count) } }
+            argument.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress { copy.copyMemory(from: base, byteCount: bytes.count) }
+            }
             copies.append(copy)
             pointers[index] = UnsafePointer(copy.assumingMemoryBound(to: CChar.self))
         }

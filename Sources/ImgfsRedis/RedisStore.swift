@@ -79,7 +79,8 @@ public final class RedisStore: SharedStoring {
     }
 
     /// Runs the command on `connection` and pools the connection again unless it broke.
-    private func finish(_ connection: RedisConnection, _ arguments: [[UInt8]]) throws(SharedStoreError) -> RedisConnection.Reply {
+    private func finish(_ connection: RedisConnection,
+                        _ arguments: [[UInt8]]) throws(SharedStoreError) -> RedisConnection.Reply {
         defer { if !connection.isBroken { idle.withLock { $0.append(connection) } } }
         return try connection.command(arguments)
     }

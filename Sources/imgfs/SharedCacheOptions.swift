@@ -6,7 +6,7 @@ import Logging
 
 /// The shared-tier options of `imgfs mount` (`--shared-cache` and its limits).
 struct SharedCacheOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("A Redis server the mounts of a fleet share as a cache tier between the disk and the origin.",
+    @Option(help: ArgumentHelp("A Redis server the mounts of a fleet share as a cache tier between disk and origin.",
                                valueName: "redis://[:password@]host:port[/db]"))
     var sharedCache: String?
 
@@ -19,12 +19,14 @@ struct SharedCacheOptions: ParsableArguments {
     @Option(help: "How long a Redis command may take before imgfs uses the origin instead, e.g. 50ms, 0.2s.")
     var sharedTimeout = "50ms"
 
-    @Option(help: "How long a mount's claim to fetch a URL for the fleet lasts when it stops renewing it (dies), e.g. 5s.")
+    @Option(help: "How long a mount's claim to fetch a URL for the fleet lasts once it stops renewing it, e.g. 5s.")
     var sharedLease = "5s"
 
     func validate() throws {
         guard let sharedCache else {
-            if sharedCachePasswordFile != nil { throw ValidationError("--shared-cache-password-file needs --shared-cache") }
+            if sharedCachePasswordFile != nil {
+                throw ValidationError("--shared-cache-password-file needs --shared-cache")
+            }
             return
         }
         _ = try address(sharedCache)
@@ -38,7 +40,8 @@ struct SharedCacheOptions: ParsableArguments {
         let address = try address(sharedCache)
         var configuration = try tierSettings()
         configuration.expiry = expiry
-        configuration.addressPolicy = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "").addressPolicy
+        configuration.addressPolicy = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
+            .addressPolicy
         configuration.waitLimit = network.timeout
         let store = RedisStore(address: address, timeout: try Self.duration(sharedTimeout, "--shared-timeout"))
         do {

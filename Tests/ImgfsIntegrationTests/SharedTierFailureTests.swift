@@ -5,7 +5,8 @@ import ImgfsTestSupport
 import Testing
 
 /// Issue 19: the shared tier when Redis fails or holds bad values, its TTLs, and the policies that hold across it.
-@Suite("Shared tier failures and policies", .serialized, .enabled(if: FuseAvailability.available && RedisServer.available))
+@Suite("Shared tier failures and policies", .serialized,
+       .enabled(if: FuseAvailability.available && RedisServer.available))
 struct SharedTierFailureTests {
     private func serve(_ images: [[UInt8]], on origin: TestOrigin, headers: [(String, String)] = []) -> [String] {
         images.enumerated().map { index, body in
@@ -170,7 +171,8 @@ struct SharedTierFailureTests {
         let file = "/tmp/imgfs-redis-pw-\(getpid())"
         try "fleet-secret\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let b = try MountedImgfs(arguments: ["-o", "shared_cache=redis://127.0.0.1:\(redis.port)/3,shared_cache_password_file=\(file)"])
+        let fstab = "shared_cache=redis://127.0.0.1:\(redis.port)/3,shared_cache_password_file=\(file)"
+        let b = try MountedImgfs(arguments: ["-o", fstab])
         defer { b.stop() }
         #expect(SharedTierTests.outcome(b.path(url), image) == "same bytes")
         #expect(origin.requestCount("/i0.png") == 1, "B did not read A's copy from Redis database 3")
@@ -182,7 +184,7 @@ struct SharedTierFailureTests {
         #expect(origin.requestCount("/i0.png") == 2)
     }
 
-    @Test("policies hold: no-store is never shared, --allow-host applies first, cache-only reads Redis but not the origin")
+    @Test("policies: no-store is never shared, --allow-host applies first, cache-only reads Redis but not the origin")
     func policies() throws {
         let redis = try RedisServer()
         defer { redis.stop() }

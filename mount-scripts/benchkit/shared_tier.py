@@ -130,6 +130,11 @@ def fleet_gets(bench, redis, shared, mounts=4):
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - start
+        counters = {}
+        for m in fleet:
+            for key, value in (imgfs_stats(m.mountpoint) or {}).get("repository", {}).get("shared_tier", {}).items():
+                counters[key] = counters.get(key, 0) + value
+        log(f"shared tier fleet counters (sum of the mounts): {counters}")
     finally:
         for m in fleet:
             m.unmount()

@@ -35,7 +35,9 @@ public struct SharedCacheAddress: Equatable, Sendable, CustomStringConvertible {
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
             let text = rest[rest.index(after: slash)...]
-            guard text.isEmpty || Int(text).map({ $0 >= 0 }) == true else { throw .invalid("database must be a number") }
+            guard text.isEmpty || Int(text).map({ $0 >= 0 }) == true else {
+                throw .invalid("database must be a number")
+            }
             database = Int(text) ?? 0
             rest = rest[..<slash]
         }

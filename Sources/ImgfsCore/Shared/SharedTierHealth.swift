@@ -83,7 +83,8 @@ public final class SharedTierHealth: Sendable {
             return state.downSince
         }
         if let since {
-            logger.notice("shared cache answers again after \(Int(now().timeIntervalSince(since).rounded())) s; using it")
+            let seconds = Int(now().timeIntervalSince(since).rounded())
+            logger.notice("shared cache answers again after \(seconds) s; using it")
         }
     }
 }

@@ -45,9 +45,11 @@ struct SharedTierSession: Sendable {
                     }
                 }
                 guard originAllowed else {
-                    guard let holder = try storeGet(keys.lease), following == nil else { return transfer.complete(.notCached) }
-                    following = String(decoding: holder, as: UTF8.self)
-                    if try follow(following!, complete: nil, deadline: deadline) != .done { transfer.complete(.notCached) }
+                    guard let value = try storeGet(keys.lease), following == nil else {
+                        return transfer.complete(.notCached)
+                    }
+                    let holder = String(decoding: value, as: UTF8.self)
+                    if try follow(holder, complete: nil, deadline: deadline) != .done { transfer.complete(.notCached) }
                     return
                 }
                 let fetch = Self.newFetchID()
@@ -57,7 +59,8 @@ struct SharedTierSession: Sendable {
                 }) {
                     return toOrigin(lease: fetch)
                 }
-                guard let holder = try storeGet(keys.lease).map({ String(decoding: $0, as: UTF8.self) }) else { continue }
+                guard let value = try storeGet(keys.lease) else { continue }
+                let holder = String(decoding: value, as: UTF8.self)
                 guard transfer.delivered == 0 || holder == following else { return toOrigin(lease: nil) }
                 following = holder
                 tier.health.count { $0.followed += 1 }
@@ -88,7 +91,8 @@ struct SharedTierSession: Sendable {
     }
 
     /// Streams the pieces of fetch `fetch` after those already delivered, until the body is complete and checked.
-    private func follow(_ fetch: String, complete: SharedTierRecord?, deadline: Date) throws(SharedStoreError) -> Outcome {
+    private func follow(_ fetch: String, complete: SharedTierRecord?,
+                        deadline: Date) throws(SharedStoreError) -> Outcome {
         var record = complete
         var pause = configuration.pollMinimum
         while !transfer.isFinished {
@@ -103,7 +107,9 @@ struct SharedTierSession: Sendable {
             }
             if transfer.head != nil {
                 if let record, let size = record.size, transfer.delivered >= size {
-                    guard transfer.delivered == size, transfer.prefixChecksum == record.checksum else { return .corrupt }
+                    guard transfer.delivered == size, transfer.prefixChecksum == record.checksum else {
+                        return .corrupt
+                    }
                     transfer.complete(nil)
                     return .done
                 }
@@ -152,7 +158,9 @@ struct SharedTierSession: Sendable {
         try storeRun { () throws(SharedStoreError) in try tier.store.get(key) }
     }
 
-    private func storeRun<Result>(_ operation: () throws(SharedStoreError) -> Result) throws(SharedStoreError) -> Result {
+    private func storeRun<Result>(
+        _ operation: () throws(SharedStoreError) -> Result
+    ) throws(SharedStoreError) -> Result {
         try tier.health.run(operation)
     }
 

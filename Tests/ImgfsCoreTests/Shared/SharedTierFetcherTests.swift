@@ -98,7 +98,8 @@ struct SharedTierFetcherTests {
     func denyPrivateNetworks() {
         let store = FakeSharedStore()
         let origin = ManualFetcher()
-        let fetcher = tier(store, origin: origin, configure: { $0.addressPolicy = AddressPolicy(denyPrivateNetworks: true) },
+        let policy = AddressPolicy(denyPrivateNetworks: true)
+        let fetcher = tier(store, origin: origin, configure: { $0.addressPolicy = policy },
                            resolve: { _ in [NetworkAddress("10.0.0.7")!] })
         _ = fetch(fetcher, respond: { $0.respond(body: Self.png) }, origin: origin)
         #expect(store.callCount == 0, "a host on a private network must not be served from the store")
@@ -145,7 +146,8 @@ struct SharedTierFetcherTests {
     @Test("records and pieces that are foreign or damaged are recognised")
     func records() {
         let head = ResponseHead(status: 200, contentLength: 3, contentType: "image/png")
-        var record = SharedTierRecord(url: "http://a/x.png", fetch: "f1", head: head, expiresAt: Date() + 60, pieceSize: 16)
+        var record = SharedTierRecord(url: "http://a/x.png", fetch: "f1", head: head, expiresAt: Date() + 60,
+                                      pieceSize: 16)
         record.size = 3
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/x.png") == record)
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/y.png") == nil)
