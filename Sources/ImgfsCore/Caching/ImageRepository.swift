@@ -11,7 +11,8 @@ import Synchronization
 ///   If-None-Match / If-Modified-Since when it is looked up or opened: a 304 renews it without a new download; a new
 ///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
 ///   and the log says so; a 404 or 410 drops it.
-/// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
+/// - `cache-only` never contacts the origin (with a shared tier it may read the shared store, nothing else); `reload`
+///   fetches each URL again the first time it is used.
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
 ///   `failureMemory.transient`; within that time the error is answered without a request.
 /// - A complete body is put in the memory cache and, unless the response forbade storing it, written to the disk cache

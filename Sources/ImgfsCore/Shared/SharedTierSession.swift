@@ -57,6 +57,14 @@ struct SharedTierSession: Sendable {
                     try tier.store.setIfAbsent(keys.lease, Array(fetch.utf8),
                                                milliseconds: Int(configuration.leaseDuration * 1000))
                 }) {
+                    // The holder before may have completed the body and released the lease between the look-up
+                    // above and this lease: look again, so that the fleet fetches it once.
+                    guard try completeRecord() == nil else {
+                        try storeRun { () throws(SharedStoreError) in
+                            try tier.store.delete(keys.lease, ifValue: Array(fetch.utf8))
+                        }
+                        continue
+                    }
                     return toOrigin(lease: fetch)
                 }
                 guard let value = try storeGet(keys.lease) else { continue }
