@@ -32,15 +32,20 @@ struct SharedTierSession: Sendable {
             return toOrigin(lease: nil)
         }
         var following: String?
+        /// A complete record whose pieces did not check out: ignored from then on (the origin's body replaces it).
+        var corrupt: String?
         let deadline = Date() + configuration.waitLimit
         for _ in 0..<4 {
             guard !transfer.isFinished else { return }
             do throws(SharedStoreError) {
-                if let record = try completeRecord(), transfer.delivered == 0 || record.fetch == following {
+                if let record = try completeRecord(ignoring: corrupt),
+                   transfer.delivered == 0 || record.fetch == following {
                     following = record.fetch
                     switch try follow(record.fetch, complete: record, deadline: deadline) {
                     case .done: return tier.health.count { $0.hits += 1 }
-                    case .corrupt: tier.health.count { $0.rejected += 1 }
+                    case .corrupt:
+                        corrupt = record.fetch
+                        tier.health.count { $0.rejected += 1 }
                     case .abandoned, .unusable: return toOrigin(lease: nil)
                     }
                 }
@@ -59,7 +64,7 @@ struct SharedTierSession: Sendable {
                 }) {
                     // The holder before may have completed the body and released the lease between the look-up
                     // above and this lease: look again, so that the fleet fetches it once.
-                    guard try completeRecord() == nil else {
+                    guard try completeRecord(ignoring: corrupt) == nil else {
                         try storeRun { () throws(SharedStoreError) in
                             try tier.store.delete(keys.lease, ifValue: Array(fetch.utf8))
                         }
@@ -88,14 +93,14 @@ struct SharedTierSession: Sendable {
     // MARK: - Reading the store
 
     /// The URL's complete, fresh, valid record, or nil (a foreign or corrupt one is counted and ignored).
-    private func completeRecord() throws(SharedStoreError) -> SharedTierRecord? {
+    private func completeRecord(ignoring corrupt: String? = nil) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.meta) else { return nil }
         guard let record = SharedTierRecord.decode(value, url: request.url.resourceKey), record.size != nil,
               record.checksum != nil else {
             tier.health.count { $0.rejected += 1 }
             return nil
         }
-        return record.expiresAt > Date() ? record : nil
+        return record.expiresAt > Date() && record.fetch != corrupt ? record : nil
     }
 
     /// Streams the pieces of fetch `fetch` after those already delivered, until the body is complete and checked.

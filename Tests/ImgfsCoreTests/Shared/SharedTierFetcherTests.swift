@@ -77,6 +77,12 @@ struct SharedTierFetcherTests {
         #expect(originB.transfers.count == 1)
         #expect(second.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
         #expect(b.counters.rejected >= 1)
+        // B published its body over the corrupt one: the next mount reads it without the origin.
+        #expect(wait { b.counters.published == 1 })
+        let originC = ManualFetcher()
+        let third = fetch(tier(store, origin: originC), origin: originC)
+        #expect(third.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
+        #expect(originC.transfers.isEmpty)
     }
 
     @Test("a store that fails sends transfers to the origin, and counts it")
@@ -146,7 +152,9 @@ struct SharedTierFetcherTests {
     @Test("records and pieces that are foreign or damaged are recognised")
     func records() {
         let head = ResponseHead(status: 200, contentLength: 3, contentType: "image/png")
-        var record = SharedTierRecord(url: "http://a/x.png", fetch: "f1", head: head, expiresAt: Date() + 60,
+        // Whole seconds: the record keeps dates to the millisecond.
+        let expiresAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 60).rounded())
+        var record = SharedTierRecord(url: "http://a/x.png", fetch: "f1", head: head, expiresAt: expiresAt,
                                       pieceSize: 16)
         record.size = 3
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/x.png") == record)
