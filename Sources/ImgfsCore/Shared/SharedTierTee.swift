@@ -44,7 +44,6 @@ final class SharedTierTee: TransferObserving, Sendable {
     }
 
     func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
-        publication?.append(bytes)
         let (repeated, matches) = state.withLock { state -> (Int, Bool) in
             let repeated = max(0, min(bytes.count, skip - state.received))
             if repeated > 0 {
@@ -55,10 +54,13 @@ final class SharedTierTee: TransferObserving, Sendable {
             return (repeated, state.received < skip || state.prefixChecksum == expectedPrefix)
         }
         guard matches else { return changed() }
-        guard repeated < bytes.count else { return true }
-        if transfer.deliver(bytes: UnsafeRawBufferPointer(rebasing: bytes[repeated...])) { return true }
-        publication?.abandon()
-        return false
+        // Published only once this mount's own checks (image signature, size cap) accepted the bytes.
+        if repeated < bytes.count, !transfer.deliver(bytes: UnsafeRawBufferPointer(rebasing: bytes[repeated...])) {
+            publication?.abandon()
+            return false
+        }
+        publication?.append(bytes)
+        return true
     }
 
     func transferDidComplete(error: FetchError?) {
