@@ -43,6 +43,7 @@ struct SharedCacheOptions: ParsableArguments {
         configuration.addressPolicy = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
             .addressPolicy
         configuration.waitLimit = network.timeout
+        configuration.requireImage = try network.limits().requireImage
         let store = RedisStore(address: address, timeout: try Self.duration(sharedTimeout, "--shared-timeout"))
         do {
             try store.ping()

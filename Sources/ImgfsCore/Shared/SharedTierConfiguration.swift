@@ -20,6 +20,9 @@ public struct SharedTierConfiguration: Sendable {
     public var addressPolicy = AddressPolicy()
     /// Bytes waiting to be written to the store at most; a transfer that would exceed it is not shared.
     public var publishBacklog = 64 << 20
+    /// Whether bodies must start like an image (off with `--allow-any-type`): a body too short for the fetching
+    /// mount's own check to have run before its end is checked here before it is published.
+    public var requireImage = true
     /// Threads that read the store and follow other mounts' fetches.
     public var readers = 16
 

@@ -15,6 +15,9 @@ final class SharedTierPublication: Sendable {
         var index = 0
         var size = 0
         var checksum: UInt32 = 0
+        /// The first bytes, for the image check, and whether they passed it.
+        var prefix: [UInt8] = []
+        var verified = false
     }
 
     let fetch: String
@@ -48,15 +51,26 @@ final class SharedTierPublication: Sendable {
 
     /// More body bytes (on the fetching thread: only copied here).
     func append(_ bytes: UnsafeRawBufferPointer) {
-        let (pieces, over) = state.withLock { state -> ([(Int, [UInt8])], Bool) in
+        let (pieces, drop) = state.withLock { state -> ([(Int, [UInt8])], Bool) in
             guard state.sharing, state.record != nil else { return ([], false) }
             state.size += bytes.count
             guard state.size <= configuration.maxSize else { return ([], true) }
             state.checksum = DiskCacheCRC32.update(state.checksum, with: bytes)
+            if state.prefix.count < ImageSignature.bytesNeeded {
+                state.prefix += bytes.prefix(ImageSignature.bytesNeeded - state.prefix.count)
+            }
             state.buffer.append(contentsOf: bytes)
+            // Nothing is published before the body's first bytes are known to be an image.
+            if !state.verified {
+                guard state.prefix.count >= ImageSignature.bytesNeeded || !configuration.requireImage else {
+                    return ([], false)
+                }
+                guard !configuration.requireImage || ImageSignature.detect(state.prefix) != nil else { return ([], true) }
+                state.verified = true
+            }
             return (Self.takePieces(&state, size: configuration.pieceSize, all: false), false)
         }
-        if over { return abandon() }
+        if drop { return abandon() }
         for (index, piece) in pieces { writePiece(index, piece) }
     }
 
@@ -65,12 +79,15 @@ final class SharedTierPublication: Sendable {
         guard error == nil else { return abandon() }
         let (pieces, record) = state.withLock { state -> ([(Int, [UInt8])], SharedTierRecord?) in
             guard state.sharing, var record = state.record else { return ([], nil) }
+            // The mount's download checks a body shorter than the signature window only after this call: check it
+            // here, so that nothing it will refuse is published.
+            guard !configuration.requireImage || ImageSignature.detect(state.prefix) != nil else { return ([], nil) }
             state.sharing = false
             record.size = state.size
             record.checksum = state.checksum
             return (Self.takePieces(&state, size: configuration.pieceSize, all: true), record)
         }
-        guard let record else { return }
+        guard let record else { return abandon() }
         for (index, piece) in pieces { writePiece(index, piece) }
         tier.publisher.submit { [self] in
             guard !broken.withLock({ $0 }) else { return release() }

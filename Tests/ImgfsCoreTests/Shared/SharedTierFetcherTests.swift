@@ -126,6 +126,17 @@ struct SharedTierFetcherTests {
         #expect(store.callCount == calls && origin.transfers.count == 2)
     }
 
+    @Test("a body the mount's own checks refuse (not an image) is never published")
+    func refusedBodyNotShared() {
+        let store = FakeSharedStore()
+        let origin = ManualFetcher()
+        let html = Array("<html><body>not found</body></html>".utf8) + Array(repeating: 0x20, count: 64)
+        let download = fetch(tier(store, origin: origin), respond: { $0.respond(body: html) }, origin: origin)
+        #expect(download.phase.failure.map { if case .notAnImage = $0 { true } else { false } } == true)
+        #expect(wait { store.value(SharedTierKeys(url: url).lease) == nil })
+        #expect(!store.keys.contains { $0.contains(":meta:") || $0.contains(":piece:") }, "\(store.keys)")
+    }
+
     @Test("cache-only reads the store and never the origin")
     func storeOnly() {
         let store = FakeSharedStore()
