@@ -65,7 +65,9 @@ final class SharedTierPublication: Sendable {
                 guard state.prefix.count >= ImageSignature.bytesNeeded || !configuration.requireImage else {
                     return ([], false)
                 }
-                guard !configuration.requireImage || ImageSignature.detect(state.prefix) != nil else { return ([], true) }
+                guard !configuration.requireImage || ImageSignature.detect(state.prefix) != nil else {
+                    return ([], true)
+                }
                 state.verified = true
             }
             return (Self.takePieces(&state, size: configuration.pieceSize, all: false), false)
