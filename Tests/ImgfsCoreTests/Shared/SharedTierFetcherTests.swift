@@ -60,7 +60,8 @@ struct SharedTierFetcherTests {
     private func servedByStoreAlone(_ store: FakeSharedStore) -> Bool {
         let origin = ManualFetcher()
         let download = fetch(tier(store, origin: origin), origin: origin)
-        return download.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png && origin.transfers.isEmpty
+        let bytes = download.completeBytes?.copyBytes(offset: 0, count: Self.png.count)
+        return bytes == Self.png && origin.transfers.isEmpty
     }
 
     @Test("a corrupt piece is ignored and the body fetched from the origin again")
