@@ -93,6 +93,41 @@ struct SharedTierFailureTests {
         #expect((a.statistics()["repository.shared_tier.errors"] ?? 0) >= 1)
     }
 
+    @Test("a full Redis (maxmemory, noeviction) refuses writes: reads stay correct, logged once, and its recovery")
+    func redisFull() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let images = try Fixtures.smallPNGs(30)
+        let urls = serve(images, on: origin)
+        let a = try SharedTierTests.member(redis)
+        defer { a.stop() }
+        try redis.cli("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        try redis.cli("CONFIG", "SET", "maxmemory", "1")
+        for index in 0..<4 {
+            #expect(SharedTierTests.outcome(a.path(urls[index]), images[index]) == "same bytes")
+        }
+        #expect(count("shared cache refuses writes", in: a.log) == 1, "\(a.log)")
+        #expect(count("shared cache unusable", in: a.log) == 0, "a full Redis is still read")
+        try redis.cli("CONFIG", "SET", "maxmemory", "0")
+        var next = 4
+        let recovered = SharedTierTests.await {
+            guard next < urls.count else { return false }
+            #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
+            next += 1
+            return a.log.contains("shared cache accepts writes again")
+        }
+        #expect(recovered)
+        #expect(count("shared cache refuses writes", in: a.log) == 1)
+        let last = next - 1
+        #expect(a.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= 1 })
+        let b = try SharedTierTests.member(redis)
+        defer { b.stop() }
+        #expect(SharedTierTests.outcome(b.path(urls[last]), images[last]) == "same bytes")
+        #expect(origin.requestCount("/i\(last).png") == 1)
+    }
+
     @Test("a corrupt or foreign value planted in Redis is ignored, refetched and overwritten")
     func corruptValues() throws {
         let redis = try RedisServer()

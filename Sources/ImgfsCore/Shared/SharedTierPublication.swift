@@ -95,7 +95,7 @@ final class SharedTierPublication: Sendable {
             guard !broken.withLock({ $0 }) else { return release() }
             let milliseconds = Int(record.expiresAt.timeIntervalSinceNow * 1000)
             do throws(SharedStoreError) {
-                try tier.health.run { () throws(SharedStoreError) in
+                try tier.health.runWrite { () throws(SharedStoreError) in
                     try tier.store.set(keys.meta, record.encoded(), milliseconds: max(1, milliseconds))
                 }
                 tier.health.count { $0.published += 1 }
@@ -138,7 +138,7 @@ final class SharedTierPublication: Sendable {
             guard !broken.withLock({ $0 }) else { return }
             let milliseconds = max(1000, Int(until.timeIntervalSinceNow * 1000))
             do throws(SharedStoreError) {
-                try tier.health.run { () throws(SharedStoreError) in
+                try tier.health.runWrite { () throws(SharedStoreError) in
                     try tier.store.set(key, value, milliseconds: milliseconds)
                 }
             } catch {

@@ -58,7 +58,7 @@ struct SharedTierSession: Sendable {
                     return
                 }
                 let fetch = Self.newFetchID()
-                if try storeRun({ () throws(SharedStoreError) in
+                if try tier.health.runWrite({ () throws(SharedStoreError) in
                     try tier.store.setIfAbsent(keys.lease, Array(fetch.utf8),
                                                milliseconds: Int(configuration.leaseDuration * 1000))
                 }) {
