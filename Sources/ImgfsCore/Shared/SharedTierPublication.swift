@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Guarantees: the writes happen on the tier's publishing thread, in order, never on the fetching thread; the record
 /// that makes the body a hit is written only after every piece is; a body that may not be shared (`no-store`, not a
-/// 200, fresh for less than a second, larger than `maxSize`, or a store that fails or falls behind) is abandoned:
-/// the lease is released and no record written, so other mounts fetch it themselves.
+/// 200, fresh for less than a second, larger than `maxSize`, not starting like an image when images are required, or
+/// a store that fails or falls behind) is abandoned: the lease is released and no record written, so other mounts
+/// fetch it themselves. No piece is written before the body's first bytes passed the image check.
 final class SharedTierPublication: Sendable {
     private struct State {
         var sharing = true
