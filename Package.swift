@@ -2,7 +2,7 @@
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims, CVips,
-//   CVipsShims                C interop only
+//   CVipsShims, CHiredis      C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
@@ -11,7 +11,8 @@
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
 //   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
-//   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse and ImgfsVips together
+//   ImgfsRedis                the shared tier's store on Redis through hiredis (ImgfsCore + CHiredis)
+//   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse, ImgfsVips and ImgfsRedis together
 import PackageDescription
 
 let package = Package(
@@ -31,15 +32,17 @@ let package = Package(
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "CVipsShims", dependencies: ["CVips"]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "ImgfsSystem", "CCurlShims", "CCurl"]),
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "ImgfsSystem", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsRedis", dependencies: ["ImgfsCore", "CHiredis"]),
         .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
         .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsSystem", "ImgfsVips",
+                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis", "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

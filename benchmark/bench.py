@@ -13,9 +13,11 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 from benchkit.processes import BenchFailure, log
 from benchkit.report import report, write_results
+from benchkit.shared_tier import run_shared_tier
 from benchkit.workloads import Bench
 
 
@@ -30,6 +32,8 @@ def main():
     parser.add_argument("--no-delay", action="store_true", help="skip the 20 ms round-trip variant")
     parser.add_argument("--no-restart", action="store_true", help="skip the restart with 100,000 cached entries")
     parser.add_argument("--restart-entries", type=int, default=0)
+    parser.add_argument("--shared-tier", action="store_true",
+                        help="only the shared-tier rows (--shared-cache on a private redis-server; benchkit/shared_tier)")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
     parser.add_argument("--thumbnails", action="store_true",
                         help="run only the thumbnail rows (thumb/256/ vs vipsthumbnail and Pillow)")
@@ -48,6 +52,15 @@ def main():
     try:
         if args.thumbnails:
             return run_thumbnail_rows(bench, args)
+        if args.shared_tier:
+            table = run_shared_tier(bench)
+            print(table)
+            os.makedirs(args.results, exist_ok=True)
+            path = os.path.join(args.results, time.strftime("shared-tier-%Y-%m-%d-%H%M.md"))
+            with open(path, "w") as f:
+                f.write(table + "\n")
+            print(f"\nresults: {path}")
+            return 0
         bench.run()
         table, ratios, targets = report(bench)
         path = write_results(bench, table, ratios, targets)

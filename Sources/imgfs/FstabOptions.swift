@@ -8,7 +8,9 @@ enum FstabOptions {
                                       "max-stale",
                                       "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
                                       "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
-                                      "thumb-sizes", "max-pixels", "thumb-workers"]
+                                      "thumb-sizes", "max-pixels", "thumb-workers",
+                                      "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
+                                      "shared-lease"]
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
                                          "rw"]
 

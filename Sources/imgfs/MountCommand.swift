@@ -34,6 +34,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Thumbnails")
     var thumbnails: ThumbnailOptions
 
+    @OptionGroup(title: "Shared cache (a fleet of mounts)")
+    var shared: SharedCacheOptions
+
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
@@ -71,13 +74,15 @@ struct MountCommand: ParsableCommand {
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
         repositoryConfiguration.addressPolicy = fetcherConfiguration.addressPolicy
+        repositoryConfiguration.sharedTier = try shared.tier(origin: fetcher, network: network, fuseOptions: fuseOptions,
+                                                             expiry: repositoryConfiguration.expiry, logger: logger)
         // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
         repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
             passthrough.isUsable
         }
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
+        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
                                          disk: try openDiskCache(in: cacheDirectory, logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))

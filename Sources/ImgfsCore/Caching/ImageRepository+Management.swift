@@ -34,7 +34,8 @@ extension ImageRepository {
         return RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
                                     memoryEntries: memory.count, memoryBudget: memory.budget,
                                     diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
-                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight)
+                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight,
+                                    sharedTier: configuration.sharedTier?.counters)
     }
 
     /// The last failure of the URL cached under `key`, until it is fetched successfully (for `imgfs why`); never

@@ -12,7 +12,8 @@ import Logging
 ///   If-None-Match / If-Modified-Since when it is looked up or opened: a 304 renews it without a new download; a new
 ///   body replaces it; when the origin cannot be reached (or answers 5xx) the expired copy is served (stale-if-error)
 ///   and the log says so; a 404 or 410 drops it.
-/// - `cache-only` never starts a transfer; `reload` fetches each URL again the first time it is used.
+/// - `cache-only` never contacts the origin (with a shared tier it may read the shared store, nothing else); `reload`
+///   fetches each URL again the first time it is used.
 /// - A URL whose host the address policy refuses is refused whether or not it is cached, and so is a cached copy that
 ///   came from an address the policy refuses (``CacheRecord/remoteAddress``).
 /// - A 404, 410 or unresolvable host is remembered for `failureMemory.permanent`, other failures for
@@ -44,7 +45,7 @@ public final class ImageRepository: Sendable {
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
                 logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
                 diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")) {
-        self.fetcher = fetcher
+        self.fetcher = configuration.policy == .cacheOnly ? configuration.sharedTier?.storeOnly ?? fetcher : fetcher
         self.diskWrites = DiskWriteScheduler(worker: diskWriter, pacing: configuration.diskWrites, logger: logger)
         self.tiers = CacheTiers(memory: memory, disk: disk, bodyMemory: configuration.bodyMemory, logger: logger)
         self.configuration = configuration
@@ -176,7 +177,9 @@ public final class ImageRepository: Sendable {
                 return _decide(url, cached: cached, refresh: refresh, failure: failure, &state)
             }
             if let failure { return .answer(.ready(.failure(failure))) }
-            if configuration.policy == .cacheOnly { return .answer(.ready(.failure(.notCached))) }
+            if configuration.policy == .cacheOnly && configuration.sharedTier == nil {
+                return .answer(.ready(.failure(.notCached)))
+            }
             return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
         }
         switch step {

@@ -17,6 +17,9 @@ public struct RepositoryConfiguration: Sendable {
     public var diskWrites = DiskWriteScheduler.Pacing()
     /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).
     public var bodyMemory = BodyMemory.ordinary
+    /// The shared tier (`--shared-cache`), when the fetcher goes through one: `cache-only` may then still read it
+    /// (never the origin), and its counters join the statistics.
+    public var sharedTier: SharedTierFetcher?
 
     public init() {}
 }

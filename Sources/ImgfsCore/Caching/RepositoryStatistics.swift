@@ -29,5 +29,7 @@ public struct RepositoryStatistics: Codable, Equatable, Sendable {
     public var diskEntries: Int
     public var diskEvictions: Int
     public var inFlight: Int
+    /// The shared tier's counters, when the mount uses one (`--shared-cache`).
+    public var sharedTier: SharedTierCounters? = nil
 }
 

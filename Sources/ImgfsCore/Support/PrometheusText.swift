@@ -30,6 +30,7 @@ public enum PrometheusText {
                [("", counters.staleServed)])
         metric("errors_total", "counter", "Failed transfers by kind.",
                counters.errorsByKind.sorted { $0.key < $1.key }.map { ("{kind=\"\($0.key)\"}", $0.value) })
+        if let shared = statistics.sharedTier { SharedTierCounters.metrics(shared, into: metric) }
         metric("uptime_seconds", "gauge", "Seconds since the mount started.", [("", Int(uptime))])
         return lines.joined(separator: "\n") + "\n"
     }

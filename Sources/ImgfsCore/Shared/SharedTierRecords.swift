@@ -1,0 +1,109 @@
+import Foundation
+
+/// The keys and values the shared tier keeps in the store, version 1.
+///
+/// Keys are namespaced and versioned (`imgfs:v1:…`) and name a URL by the SHA-256 of its text without fragment:
+/// `meta:<h>` describes a complete body, `lease:<h>` holds the id of the one fetch under way fleet-wide,
+/// `head:<h>:<id>` and `piece:<h>:<id>:<n>` are what that fetch has published so far. Every value says which URL and
+/// fetch it belongs to and carries a checksum, so a foreign, stale or corrupt value is recognised and ignored.
+public struct SharedTierKeys: Sendable, Equatable {
+    public static let namespace = "imgfs:v1:"
+    /// The URL's hash, as used in the keys.
+    public let hash: String
+
+    public init(url: ImageURL) {
+        hash = SHA256.hex(of: Array(url.resourceKey.utf8))
+    }
+
+    public var meta: String { "\(Self.namespace)meta:\(hash)" }
+    public var lease: String { "\(Self.namespace)lease:\(hash)" }
+    public func head(_ fetch: String) -> String { "\(Self.namespace)head:\(hash):\(fetch)" }
+    public func piece(_ fetch: String, _ index: Int) -> String { "\(Self.namespace)piece:\(hash):\(fetch):\(index)" }
+}
+
+/// A response head as published by the fetch that holds the lease (`head:<h>:<id>`), and, with the body's length
+/// and checksum, the description of a complete body (`meta:<h>`).
+public struct SharedTierRecord: Codable, Equatable, Sendable {
+    public var version = 1
+    public var url: String
+    /// The fetch that published the pieces.
+    public var fetch: String
+    public var contentLength: Int?
+    public var contentType: String?
+    public var etag: String?
+    public var lastModified: Date?
+    /// When the body stops being fresh (the store's TTL ends then too).
+    public var expiresAt: Date
+    /// Bytes per piece (the last may be shorter).
+    public var pieceSize: Int
+    /// Set in a complete body's record: its length and the CRC-32 of all of it.
+    public var size: Int?
+    public var checksum: UInt32?
+
+    public init(url: String, fetch: String, head: ResponseHead, expiresAt: Date, pieceSize: Int) {
+        self.url = url
+        self.fetch = fetch
+        contentLength = head.contentLength
+        contentType = head.contentType
+        etag = head.etag
+        lastModified = head.lastModified
+        self.expiresAt = expiresAt
+        self.pieceSize = pieceSize
+    }
+
+    /// The bytes stored.
+    public func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data())
+    }
+
+    /// The record in `bytes` if it is one of version 1 for `url` (and, for a complete body, self-consistent).
+    public static func decode(_ bytes: [UInt8], url: String) -> SharedTierRecord? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        guard let record = try? decoder.decode(SharedTierRecord.self, from: Data(bytes)), record.version == 1,
+              record.url == url, record.pieceSize > 0, !record.fetch.isEmpty else { return nil }
+        if let size = record.size, size < 0 || (record.contentLength.map { $0 != size } ?? false) { return nil }
+        return record
+    }
+
+    /// The number of pieces of a complete body.
+    public var pieceCount: Int { ((size ?? 0) + pieceSize - 1) / pieceSize }
+
+    /// The head to hand a transfer's observer: a 200 with the stored fields, fresh for what is left of the lifetime.
+    public func responseHead(now: Date) -> ResponseHead {
+        var head = ResponseHead(status: 200, contentLength: size ?? contentLength, contentType: contentType, etag: etag,
+                                lastModified: lastModified)
+        head.cacheControl = "max-age=\(max(0, Int(expiresAt.timeIntervalSince(now))))"
+        head.date = now
+        return head
+    }
+}
+
+/// One piece of a body (`piece:<h>:<id>:<n>`): a 16-byte header (magic `IMP1`, index, length, CRC-32 of the bytes;
+/// big-endian) and the bytes.
+public enum SharedTierPiece {
+    static let magic: [UInt8] = Array("IMP1".utf8)
+
+    /// The stored value of piece `index` holding `bytes`.
+    public static func encode(index: Int, bytes: [UInt8]) -> [UInt8] {
+        var value = magic
+        value.reserveCapacity(16 + bytes.count)
+        for field in [UInt32(index), UInt32(bytes.count), DiskCacheCRC32.checksum(bytes)] {
+            withUnsafeBytes(of: field.bigEndian) { value.append(contentsOf: $0) }
+        }
+        return value + bytes
+    }
+
+    /// The bytes of `value` if it is piece `index`, whole and unchanged; nil otherwise.
+    public static func decode(_ value: [UInt8], index: Int) -> ArraySlice<UInt8>? {
+        guard value.count >= 16, Array(value[0..<4]) == magic else { return nil }
+        func field(_ at: Int) -> UInt32 { value[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        let bytes = value[16...]
+        guard field(4) == UInt32(truncatingIfNeeded: index), Int(field(8)) == bytes.count else { return nil }
+        let crc = bytes.withUnsafeBytes { DiskCacheCRC32.checksum($0) }
+        return crc == field(12) ? bytes : nil
+    }
+}

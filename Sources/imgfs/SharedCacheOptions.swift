@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsRedis
+import Logging
+
+/// The shared-tier options of `imgfs mount` (`--shared-cache` and its limits).
+struct SharedCacheOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("A Redis server the mounts of a fleet share as a cache tier between disk and origin.",
+                               valueName: "redis://[:password@]host:port[/db]"))
+    var sharedCache: String?
+
+    @Option(help: "A file holding the Redis password (instead of putting it in --shared-cache).")
+    var sharedCachePasswordFile: String?
+
+    @Option(help: "The largest body stored in the shared cache, e.g. 64M; larger ones are fetched by each mount.")
+    var sharedMaxSize = "64M"
+
+    @Option(help: "How long a Redis command may take before imgfs uses the origin instead, e.g. 50ms, 0.2s.")
+    var sharedTimeout = "50ms"
+
+    @Option(help: "How long a mount's claim to fetch a URL for the fleet lasts once it stops renewing it, e.g. 5s.")
+    var sharedLease = "5s"
+
+    func validate() throws {
+        guard let sharedCache else {
+            if sharedCachePasswordFile != nil {
+                throw ValidationError("--shared-cache-password-file needs --shared-cache")
+            }
+            return
+        }
+        _ = try address(sharedCache)
+        _ = try tierSettings()
+    }
+
+    /// The shared tier in front of `origin`, or nil without `--shared-cache`.
+    func tier(origin: any ImageFetching, network: NetworkOptions, fuseOptions: [String], expiry: ExpiryPolicy,
+              logger: Logger) throws -> SharedTierFetcher? {
+        guard let sharedCache else { return nil }
+        let address = try address(sharedCache)
+        var configuration = try tierSettings()
+        configuration.expiry = expiry
+        configuration.addressPolicy = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
+            .addressPolicy
+        configuration.waitLimit = network.timeout
+        configuration.requireImage = try network.limits().requireImage
+        let store = RedisStore(address: address, timeout: try Self.duration(sharedTimeout, "--shared-timeout"))
+        do {
+            try store.ping()
+            logger.notice("shared cache: \(address)")
+        } catch {
+            logger.warning("shared cache \(address) does not answer (\(error)); fetching from the origin until it does")
+        }
+        return SharedTierFetcher(origin: origin, store: store, configuration: configuration, logger: logger,
+                                 resolve: { HostResolver.addresses(of: $0) })
+    }
+
+    private func tierSettings() throws -> SharedTierConfiguration {
+        var configuration = SharedTierConfiguration()
+        guard let bytes = Quantity.bytes(sharedMaxSize), bytes > 0 else {
+            throw ValidationError("--shared-max-size: not a size: \(sharedMaxSize)")
+        }
+        configuration.maxSize = bytes
+        configuration.leaseDuration = try Self.duration(sharedLease, "--shared-lease")
+        guard configuration.leaseDuration >= 0.1 else { throw ValidationError("--shared-lease: at least 100ms") }
+        guard try Self.duration(sharedTimeout, "--shared-timeout") > 0 else {
+            throw ValidationError("--shared-timeout must be positive")
+        }
+        return configuration
+    }
+
+    private func address(_ text: String) throws -> SharedCacheAddress {
+        var address: SharedCacheAddress
+        do {
+            address = try SharedCacheAddress(parsing: text)
+        } catch {
+            throw ValidationError("--shared-cache: \(error)")
+        }
+        if let sharedCachePasswordFile {
+            guard let data = FileManager.default.contents(atPath: sharedCachePasswordFile) else {
+                throw ValidationError("--shared-cache-password-file: cannot read \(sharedCachePasswordFile)")
+            }
+            address.password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return address
+    }
+
+    /// `50ms`, `0.2s`, `5s`, `1m` in seconds.
+    static func duration(_ text: String, _ option: String) throws -> TimeInterval {
+        if text.hasSuffix("ms"), let value = Double(text.dropLast(2)), value >= 0 { return value / 1000 }
+        guard let value = Quantity.seconds(text) else { throw ValidationError("\(option): not a duration: \(text)") }
+        return value
+    }
+}

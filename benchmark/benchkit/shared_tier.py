@@ -1,0 +1,164 @@
+"""The shared-tier rows (issue 19): a second mount's cold reads from the shared Redis tier, next to the same reads
+from the origin and from its own disk cache, and the origin GETs of 4 mounts x 16 readers of the same icons.
+
+Run on its own with `benchmark/bench --shared-tier [--quick]`. A private redis-server on 127.0.0.1 (free port,
+no persistence, `maxmemory` with `allkeys-lru`, as docs/SHARED-CACHE.md recommends) is started and stopped by PID.
+"""
+import os
+import subprocess
+import threading
+import time
+
+from .settings import LARGE_READERS, MB, SMALL_READERS
+from .processes import BenchFailure, drop_caches, free_port, log
+from .origin import wait_for_port
+from .reader import Buffers, imgfs_stats, read_all
+from .systems import Imgfs
+
+
+class SharedImgfs(Imgfs):
+    """imgfs with --shared-cache pointing at the benchmark's Redis."""
+    name = "imgfs-shared"
+
+    def __init__(self, bench, binary, redis_url):
+        super().__init__(bench, binary)
+        self.redis_url = redis_url
+
+    def command(self, origin_url, mountpoint, cache):
+        return super().command(origin_url, mountpoint, cache) + [
+            "--shared-cache", self.redis_url, "--shared-max-size", "128M"]
+
+
+class Redis:
+    def __init__(self, bench):
+        self.port = free_port()
+        self.command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                        "--appendonly", "no", "--maxmemory", "3gb", "--maxmemory-policy", "allkeys-lru"]
+        log_path = os.path.join(bench.work, "logs", "redis.log")
+        self.proc = subprocess.Popen(self.command, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+        bench.owned.add_process(self.proc)
+        wait_for_port(self.port, self.proc, "redis-server")
+        self.url = f"redis://127.0.0.1:{self.port}"
+        bench.commands.setdefault("redis-server", " ".join(self.command))
+
+    def flush(self):
+        subprocess.run(["redis-cli", "-p", str(self.port), "FLUSHALL"], check=True, stdout=subprocess.DEVNULL)
+
+
+def _read(bench, mount, rels, buffers, threads):
+    paths = [mount.path(r) for r in rels]
+    elapsed, _ = read_all(paths, bench.expected(rels), buffers, threads, bench.timeout)
+    return elapsed
+
+
+def _rate(bench, rels, elapsed, unit):
+    if unit == "files":
+        return len(rels) / elapsed
+    return sum(bench.manifest[r][0] for r in rels) / elapsed / MB
+
+
+def _origin_gets(bench, offset, rels):
+    wanted = {"/" + r for r in rels}
+    return sum(1 for method, path, *_ in bench.origin.requests_since(offset) if method == "GET" and path in wanted)
+
+
+def second_mount_rows(bench, redis, plain, shared):
+    """For cold-small and cold-large: a fresh mount B reads what mount A fetched, from the shared tier; a plain mount
+    reads the same from the origin; B remounted on its own cache reads it from its own disk."""
+    rows = []
+    for workload, rels, buffers, threads, unit in (
+            ("cold-small", bench.small, bench.small_buffers, SMALL_READERS, "files"),
+            ("cold-large", bench.large, bench.large_buffers, LARGE_READERS, "bytes")):
+        redis.flush()
+        a = shared.mount(bench.origin.url)
+        try:
+            _read(bench, a, rels, buffers, threads)
+            deadline = time.monotonic() + 60
+            while (imgfs_stats(a.mountpoint) or {}).get("repository", {}).get("shared_tier", {}).get(
+                    "published", 0) < len(rels) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            a.unmount()
+        origin_mount = plain.mount(bench.origin.url)
+        try:
+            drop_caches()
+            from_origin = _rate(bench, rels, _read(bench, origin_mount, rels, buffers, threads), unit)
+        finally:
+            origin_mount.unmount()
+        b = shared.mount(bench.origin.url)
+        offset = bench.origin.log_offset()
+        try:
+            drop_caches()
+            from_shared = _rate(bench, rels, _read(bench, b, rels, buffers, threads), unit)
+            gets = _origin_gets(bench, offset, rels)
+            deadline = time.monotonic() + 60
+            while (imgfs_stats(b.mountpoint) or {}).get("repository", {}).get("disk_entries", 0) < len(rels) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            b.unmount()
+        b_again = shared.mount(bench.origin.url, cache=b.cache)
+        try:
+            drop_caches()
+            from_disk = _rate(bench, rels, _read(bench, b_again, rels, buffers, threads), unit)
+        finally:
+            b_again.unmount()
+        label = "files/s" if unit == "files" else "MB/s"
+        log(f"shared tier {workload}: origin {from_origin:.1f}, shared tier {from_shared:.1f} ({gets} origin GETs), "
+            f"own disk {from_disk:.1f} {label}")
+        rows.append((f"second mount, {workload} ({label})", from_origin, from_shared, from_disk, gets))
+    return rows
+
+
+def fleet_gets(bench, redis, shared, mounts=4):
+    """Origin GETs while `mounts` fresh mounts, 16 readers each, read the same icons at once (target: one each)."""
+    redis.flush()
+    fleet = [shared.mount(bench.origin.url) for _ in range(mounts)]
+    offset = bench.origin.log_offset()
+    errors = []
+    try:
+        def member(mount):
+            try:
+                _read(bench, mount, bench.small, Buffers([bench.manifest[r][0] for r in bench.small]), SMALL_READERS)
+            except Exception as error:  # reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=member, args=(m,)) for m in fleet]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+        counters = {}
+        for m in fleet:
+            for key, value in (imgfs_stats(m.mountpoint) or {}).get("repository", {}).get("shared_tier", {}).items():
+                counters[key] = counters.get(key, 0) + value
+        log(f"shared tier fleet counters (sum of the mounts): {counters}")
+    finally:
+        for m in fleet:
+            m.unmount()
+    if errors:
+        raise BenchFailure(f"shared tier fleet read failed: {errors[0]}")
+    gets = _origin_gets(bench, offset, bench.small)
+    log(f"shared tier fleet: {mounts} mounts x {SMALL_READERS} readers of {len(bench.small)} icons: {gets} origin "
+        f"GETs (target {len(bench.small)}), {elapsed:.2f} s")
+    return gets, elapsed
+
+
+def run_shared_tier(bench):
+    """Runs the shared-tier rows; returns them as a Markdown table."""
+    bench.setup()
+    redis = Redis(bench)
+    plain = Imgfs(bench, bench.args.imgfs)
+    shared = SharedImgfs(bench, bench.args.imgfs, redis.url)
+    rows = second_mount_rows(bench, redis, plain, shared)
+    gets, elapsed = fleet_gets(bench, redis, shared)
+    lines = ["| row | from the origin | from the shared tier | from its own disk | origin GETs (shared) |",
+             "|---|---:|---:|---:|---:|"]
+    for name, origin, shared_rate, disk, row_gets in rows:
+        lines.append(f"| {name} | {origin:.1f} | {shared_rate:.1f} | {disk:.1f} | {row_gets} |")
+    lines.append("")
+    lines.append(f"4 mounts x {SMALL_READERS} readers of the same {len(bench.small)} icons: **{gets} origin GETs** "
+                 f"(target {len(bench.small)}), {elapsed:.2f} s")
+    return "\n".join(lines)
