@@ -45,7 +45,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     }
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
-        if let refusal = configuration.addressPolicy.refusal(host: request.url.host) {
+        if let refusal = configuration.addressPolicy.refusal(host: request.url.host)
+            ?? ActivePolicy.profile(for: request.url.host).refusal {
             logger.warning("refused: \(refusal)", metadata: ["url": "\(request.url)"])
             observer.transferDidComplete(error: .refused(refusal))
             return CurlTransferHandle(fetcher: nil, id: 0)

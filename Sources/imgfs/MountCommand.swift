@@ -31,6 +31,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Caching")
     var cache: CacheOptions
 
+    @OptionGroup(title: "Requests")
+    var requests: RequestOptions
+
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
@@ -48,12 +51,15 @@ struct MountCommand: ParsableCommand {
         let mountPath = try MountPoint.validated(mountPoint, allowNonEmpty: nonempty)
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
         try CacheDirectory.create(cacheDirectory)
+        // An invalid policy file fails the mount here, on the terminal, with its file, line and reason.
+        let hostRules = try requests.hostRules()
         if !foreground {
             let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
             try Background.start(mountPoint: mountPath, logFile: log)
             return
         }
         Background.detachIfDaemon()
+        if requests.policyFile != nil { PolicyReloader.blockSignal() }
         PurgeSignal.blockInThisAndNewThreads()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -61,10 +67,13 @@ struct MountCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "imgfs")
+        ActivePolicy.replace(with: hostRules)
+        let reloader = requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) }
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
-        let fetcher = CurlFetcher(configuration: network.fetcherConfiguration(fuseOptions: fuseOptions,
-                                                                              userAgent: "imgfs/\(Imgfs.version)"),
-                                  logger: logger)
+        var fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
+                                                                userAgent: "imgfs/\(Imgfs.version)")
+        requests.applyProxy(to: &fetcherConfiguration)
+        let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
         // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
@@ -74,10 +83,11 @@ struct MountCommand: ParsableCommand {
             passthrough.isUsable
         }
         let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
-                                         disk: try openDiskCache(in: cacheDirectory, logger: logger),
+                                         disk: requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory,
+                                                                                              logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
-        let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
+        let registry = LongNameRegistry(directory: requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
@@ -93,6 +103,7 @@ struct MountCommand: ParsableCommand {
             fetcher.shutdown()
             throw error
         }
+        reloader?.start()
         if !noPassthrough && !privileged {
             logger.notice("no CAP_SYS_ADMIN: the kernel cannot be handed large images to read by itself (passthrough); every read goes through imgfs")
         }

@@ -1,0 +1,42 @@
+/// What one request to one host carries beyond imgfs's own headers, after the rules are applied.
+///
+/// Guarantees: a value only; ``masked`` never contains the value of a Cookie or Authorization header.
+public struct RequestProfile: Sendable, Equatable {
+    /// Header lines (`Name: value`); a later line with the same name replaced an earlier one.
+    public var headers: [String] = []
+    /// The User-Agent (nil: imgfs's own).
+    public var userAgent: String?
+    /// The Referer (nil: none).
+    public var referer: String?
+    /// The Netscape cookie file to read (nil: no cookies).
+    public var cookieFile: String?
+    /// The reason the host is refused, if it is.
+    public var refusal: String?
+
+    public init() {}
+
+    /// Whether the profile adds anything to a request.
+    public var isEmpty: Bool { headers.isEmpty && userAgent == nil && referer == nil && cookieFile == nil }
+
+    /// The header lines with the values of credentials replaced by `***`, for logs.
+    public var masked: [String] { headers.map(Self.masked) }
+
+    /// `line` with its value replaced by `***` when it is a Cookie, Authorization or Proxy-Authorization header.
+    public static func masked(_ line: String) -> String {
+        guard let colon = line.firstIndex(of: ":") else { return line }
+        let name = line[..<colon].lowercased()
+        let secret = ["cookie", "authorization", "proxy-authorization"].contains(name)
+        return secret ? "\(line[..<colon]): ***" : line
+    }
+
+    /// Adds `line`, replacing an earlier header of the same name.
+    mutating func set(header line: String) {
+        let name = Self.name(of: line)
+        headers.removeAll { Self.name(of: $0) == name }
+        headers.append(line)
+    }
+
+    private static func name(of line: String) -> String {
+        String(line.prefix { $0 != ":" }).lowercased()
+    }
+}

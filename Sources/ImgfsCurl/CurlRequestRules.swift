@@ -1,0 +1,58 @@
+import CCurl
+import CCurlShims
+import ImgfsCore
+
+/// What the rules add to one transfer's easy handle: headers, user agent, referer, cookie file and proxy. Lives on the
+/// fetcher's thread only, as long as its transfer.
+///
+/// Guarantees: the rule's headers, user agent, referer and cookie file go only to the scheme, host and port the
+/// transfer was started for; a request to any other (after a redirect) carries imgfs's own headers and user agent only,
+/// as curl's `--location` without `--location-trusted` does for credentials. Header values are never logged here.
+final class CurlRequestRules {
+    private let origin: String
+    private let profile: RequestProfile
+    private let userAgent: String
+    private let ownUserAgent: String
+    /// imgfs's own header lines, and those plus the rule's.
+    private var plainList: UnsafeMutablePointer<curl_slist>?
+    private var fullList: UnsafeMutablePointer<curl_slist>?
+    private var sendingRuleHeaders = true
+
+    /// The profile of `url`'s host, as the rules are now.
+    init(url: ImageURL, ownHeaders: [String], configuration: FetcherConfiguration) {
+        origin = url.hostKey
+        profile = ActivePolicy.profile(for: url.host)
+        userAgent = profile.userAgent ?? configuration.userAgent
+        ownUserAgent = configuration.userAgent
+        for line in ownHeaders { plainList = curl_slist_append(plainList, line) }
+        for line in ownHeaders + profile.headers { fullList = curl_slist_append(fullList, line) }
+    }
+
+    deinit {
+        curl_slist_free_all(plainList)
+        curl_slist_free_all(fullList)
+    }
+
+    /// Why the host is refused by a policy rule, if it is.
+    var refusal: String? { profile.refusal }
+
+    /// Sets the options of the first request, and the proxy.
+    func configure(_ easy: UnsafeMutableRawPointer, configuration: FetcherConfiguration) {
+        if let proxy = configuration.proxy { imgfs_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
+        if let noProxy = configuration.noProxy { imgfs_easy_setopt_string(easy, CURLOPT_NOPROXY, noProxy) }
+        if let cookieFile = profile.cookieFile { imgfs_easy_setopt_string(easy, CURLOPT_COOKIEFILE, cookieFile) }
+        sendRuleHeaders(true, easy)
+    }
+
+    /// Before each request: the rule's additions when `effectiveURL` is on the transfer's own host, none otherwise.
+    func prepareRequest(_ easy: UnsafeMutableRawPointer, effectiveURL: ImageURL?) {
+        sendRuleHeaders(effectiveURL?.hostKey == origin, easy)
+    }
+
+    private func sendRuleHeaders(_ send: Bool, _ easy: UnsafeMutableRawPointer) {
+        sendingRuleHeaders = send
+        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, send ? fullList : plainList)
+        imgfs_easy_setopt_string(easy, CURLOPT_USERAGENT, send ? userAgent : ownUserAgent)
+        imgfs_easy_setopt_string(easy, CURLOPT_REFERER, send ? profile.referer : nil)
+    }
+}
