@@ -11,30 +11,29 @@ import ImgfsCore
 final class CurlRequestRules {
     private let origin: String
     private let profile: RequestProfile
-    private let userAgent: String
-    private let ownUserAgent: String
     /// imgfs's own header lines, and those plus the rule's.
     private var plainList: UnsafeMutablePointer<curl_slist>?
     private var fullList: UnsafeMutablePointer<curl_slist>?
-    private var sendingRuleHeaders = true
 
     /// The profile of `url`'s host, as the rules are now.
     init(url: ImageURL, ownHeaders: [String], configuration: FetcherConfiguration) {
         origin = url.hostKey
         profile = ActivePolicy.profile(for: url.host)
-        userAgent = profile.userAgent ?? configuration.userAgent
-        ownUserAgent = configuration.userAgent
-        for line in ownHeaders { plainList = curl_slist_append(plainList, line) }
-        for line in ownHeaders + profile.headers { fullList = curl_slist_append(fullList, line) }
+        // The user agent and referer travel as header lines: curl fixes CURLOPT_USERAGENT and CURLOPT_REFERER for
+        // all the redirects of a transfer (and drops its own User-Agent for good once a list has one), while the
+        // header list can change before each request.
+        let own = ownHeaders + ["User-Agent: \(configuration.userAgent)"]
+        let named = ["User-Agent: \(profile.userAgent ?? configuration.userAgent)", profile.referer.map { "Referer: \($0)" }]
+        for line in own { plainList = curl_slist_append(plainList, line) }
+        for line in ownHeaders + named.compactMap({ $0 }) + profile.headers {
+            fullList = curl_slist_append(fullList, line)
+        }
     }
 
     deinit {
         curl_slist_free_all(plainList)
         curl_slist_free_all(fullList)
     }
-
-    /// Why the host is refused by a policy rule, if it is.
-    var refusal: String? { profile.refusal }
 
     /// Sets the options of the first request, and the proxy.
     func configure(_ easy: UnsafeMutableRawPointer, configuration: FetcherConfiguration) {
@@ -50,9 +49,6 @@ final class CurlRequestRules {
     }
 
     private func sendRuleHeaders(_ send: Bool, _ easy: UnsafeMutableRawPointer) {
-        sendingRuleHeaders = send
         imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, send ? fullList : plainList)
-        imgfs_easy_setopt_string(easy, CURLOPT_USERAGENT, send ? userAgent : ownUserAgent)
-        imgfs_easy_setopt_string(easy, CURLOPT_REFERER, send ? profile.referer : nil)
     }
 }

@@ -29,9 +29,16 @@ public struct RequestProfile: Sendable, Equatable {
         return secret ? "\(line[..<colon]): ***" : line
     }
 
-    /// Adds `line`, replacing an earlier header of the same name.
+    /// Adds `line`, replacing an earlier header of the same name (a User-Agent or Referer line sets that field).
     mutating func set(header line: String) {
         let name = Self.name(of: line)
+        let value = String(line.drop { $0 != ":" }.dropFirst().drop { $0 == " " || $0 == "\t" })
+        switch name {
+        case "user-agent": userAgent = value
+        case "referer": referer = value
+        default: break
+        }
+        guard name != "user-agent", name != "referer" else { return }
         headers.removeAll { Self.name(of: $0) == name }
         headers.append(line)
     }
