@@ -39,6 +39,8 @@ final class CurlRequestRules {
     func configure(_ easy: UnsafeMutableRawPointer, configuration: FetcherConfiguration) {
         if let proxy = configuration.proxy { imgfs_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
         if let noProxy = configuration.noProxy { imgfs_easy_setopt_string(easy, CURLOPT_NOPROXY, noProxy) }
+        // A proxy's answer to CONNECT ("200 Connection established") is not the image's response head.
+        imgfs_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         if let cookieFile = profile.cookieFile { imgfs_easy_setopt_string(easy, CURLOPT_COOKIEFILE, cookieFile) }
         sendRuleHeaders(true, easy)
     }

@@ -12,6 +12,11 @@ struct RequestRulesTests {
         FileManager.default.contents(atPath: path).map { Array($0) }
     }
 
+    /// Whether the file at `path` reads as exactly `expected` (a Bool, so a failure does not print the bytes).
+    private func reads(_ path: String, _ expected: [UInt8]) -> Bool {
+        read(path) == expected
+    }
+
     private func temporaryDirectory() throws -> String {
         let path = "/tmp/imgfs-rules-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -50,8 +55,8 @@ struct RequestRulesTests {
             "--referer", "https://gallery.example/", "--cookie-file", cookies,
         ])
         defer { mount.stop() }
-        #expect(read(mount.path(first.baseURL + "/direct.png")) == image)
-        #expect(read(mount.path(first.baseURL + "/moved.png")) == image)
+        #expect(reads(mount.path(first.baseURL + "/direct.png"), image))
+        #expect(reads(mount.path(first.baseURL + "/moved.png"), image))
         let direct = try #require(first.requests().first { $0.path == "/direct.png" })
         #expect(direct.header("X-Api-Key") == "k-secret")
         #expect(direct.header("Authorization") == "Bearer t0ken")
@@ -81,9 +86,9 @@ struct RequestRulesTests {
         try write("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfirst\n", to: cookies)
         let mount = try MountedImgfs(arguments: ["--cookie-file", cookies])
         defer { mount.stop() }
-        #expect(read(mount.path(origin.baseURL + "/c1.png")) == image)
+        #expect(reads(mount.path(origin.baseURL + "/c1.png"), image))
         try write("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tsecond\n", to: cookies)
-        #expect(read(mount.path(origin.baseURL + "/c2.png")) == image)
+        #expect(reads(mount.path(origin.baseURL + "/c2.png"), image))
         let sent = origin.requests().map { ($0.path, $0.header("Cookie")) }
         #expect(sent.first { $0.0 == "/c1.png" }?.1 == "sid=first")
         #expect(sent.first { $0.0 == "/c2.png" }?.1 == "sid=second")
@@ -115,19 +120,19 @@ struct RequestRulesTests {
         try write(rules("one"), to: policy)
         let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--header", "X-Cli: yes"])
         defer { mount.stop() }
-        #expect(read(mount.path(origin.baseURL + "/p1.png")) == image)
+        #expect(reads(mount.path(origin.baseURL + "/p1.png"), image))
         #expect(read(mount.path("http://localhost:\(origin.port)/p-denied.png")) == nil)
         #expect(origin.requestCount("/p-denied.png") == 0, "a denied host is never contacted")
         try write(rules("two"), to: policy)
         mount.process.signal(SIGHUP)
         #expect(eventually { mount.log.contains("policy reloaded") })
         #expect(mount.isMounted, "SIGHUP reloads instead of unmounting")
-        #expect(read(mount.path(origin.baseURL + "/p2.png")) == image)
+        #expect(reads(mount.path(origin.baseURL + "/p2.png"), image))
         try write("rules:\n  - host: 127.0.0.1\n    colour: blue\n", to: policy)
         let reload = try ChildProcess.run(MountedImgfs.binary, ["reload", mount.mountPoint])
         #expect(reload.status == 0, "\(reload.output)")
         #expect(eventually { mount.log.contains("policy.yaml:3: unknown key colour") })
-        #expect(read(mount.path(origin.baseURL + "/p3.png")) == image)
+        #expect(reads(mount.path(origin.baseURL + "/p3.png"), image))
         let sent = Dictionary(origin.requests().map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         #expect(sent["/p1.png"]?.header("X-Rule") == "one")
         #expect(sent["/p1.png"]?.header("User-Agent") == "Rule-one")
@@ -176,8 +181,8 @@ struct RequestRulesTests {
         do {
             let mount = try MountedImgfs(arguments: ["--policy-file", policy], cacheDirectory: cache)
             defer { mount.stop() }
-            #expect(read(mount.path(first)) == image)
-            #expect(read(mount.path(second)) == image)
+            #expect(reads(mount.path(first), image))
+            #expect(reads(mount.path(second), image))
             #expect(origin.totalRequests == 1)
             #expect(origin.requests().first?.path == "/signed.jpg?w=300&X-Amz-Signature=aaa111&X-Amz-Date=1")
         }
@@ -186,7 +191,7 @@ struct RequestRulesTests {
         // A fresh fetch of the second name (after emptying the caches) sends its own signature.
         let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--policy", "reload"], cacheDirectory: cache)
         defer { mount.stop() }
-        #expect(read(mount.path(second)) == image)
+        #expect(reads(mount.path(second), image))
         #expect(origin.requests().last?.path == "/signed.jpg?w=300&X-Amz-Signature=bbb222&X-Amz-Date=2&utm_source=x")
         #expect(origin.totalRequests == 2)
     }
@@ -203,12 +208,56 @@ struct RequestRulesTests {
         let mount = try MountedImgfs(arguments: ["--no-disk-cache"], cacheDirectory: cache)
         for round in 0..<5 {
             for (index, image) in images.enumerated() {
-                #expect(read(mount.path(origin.baseURL + "/m\(index).png")) == image, "round \(round)")
+                #expect(reads(mount.path(origin.baseURL + "/m\(index).png"), image), "round \(round)")
             }
         }
         #expect(mount.stop() == 0)
         let left = try FileManager.default.subpathsOfDirectory(atPath: cache)
         #expect(left.isEmpty, "\(left)")
         #expect(origin.totalRequests == 20)
+    }
+}
+
+/// Issue 18: `--proxy` through a recording proxy on 127.0.0.1 (absolute-form GET for http, CONNECT for https).
+@Suite("Proxy", .serialized, .enabled(if: FuseAvailability.available))
+struct ProxyTests {
+    @Test("--proxy: http goes through the proxy as an absolute-form GET, --noproxy bypasses it")
+    func httpThroughProxy() throws {
+        let image = try Fixtures.smallPNGs(1)[0]
+        let origin = try TestOrigin(), proxy = try RecordingProxy()
+        defer { origin.stop(); proxy.stop() }
+        origin.route("/via-proxy.png", .ok(image, contentType: "image/png"))
+        origin.route("/direct.png", .ok(image, contentType: "image/png"))
+        let mount = try MountedImgfs(arguments: ["--proxy", proxy.url, "--noproxy", "localhost",
+                                                 "--header", "X-Through: proxy"])
+        defer { mount.stop() }
+        let viaProxy = FileManager.default.contents(atPath: mount.path(origin.baseURL + "/via-proxy.png")).map(Array.init)
+        let same = viaProxy == image
+        #expect(same, "log:\n\(mount.log)")
+        let viaLocalhost = "http://localhost:\(origin.port)/direct.png"
+        let direct = FileManager.default.contents(atPath: mount.path(viaLocalhost)).map(Array.init)
+        #expect(direct?.count == image.count)
+        let entries = proxy.entries
+        #expect(entries.count == 1, "\(entries.map(\.target))")
+        #expect(entries.first?.method == "GET")
+        #expect(entries.first?.target == origin.baseURL + "/via-proxy.png")
+        #expect(entries.first?.headers.contains { $0.0 == "X-Through" && $0.1 == "proxy" } == true)
+        #expect(origin.requestCount("/via-proxy.png") == 1 && origin.requestCount("/direct.png") == 1)
+    }
+
+    @Test("--proxy with https: a CONNECT tunnel to the origin, TLS end to end")
+    func httpsThroughProxy() throws {
+        let image = try Fixtures.mediumJPEG()
+        let origin = try TLSTests.TLSOrigin(files: ["t.jpg": image])
+        let proxy = try RecordingProxy()
+        defer { origin.stop(); proxy.stop() }
+        let mount = try MountedImgfs(arguments: ["--proxy", proxy.url, "--insecure"])
+        defer { mount.stop() }
+        let read = FileManager.default.contents(atPath: mount.path(origin.baseURL + "/t.jpg")).map(Array.init)
+        let same = read == image
+        #expect(same, "\(read?.count ?? -1) bytes; log:\n\(mount.log)")
+        #expect(proxy.entries.first?.method == "CONNECT")
+        #expect(proxy.entries.first?.target == "127.0.0.1:\(origin.port)")
+        #expect(origin.requests.contains { $0.hasPrefix("/t.jpg") && $0.hasSuffix(" 200") }, "\(origin.requests)")
     }
 }
