@@ -88,7 +88,8 @@ struct MountCommand: ParsableCommand {
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names"))
-        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
+        let filesystem = ImageFilesystem(repository: repository, registry: registry,
+                                         placeholder: try requests.placeholderImage(), logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)

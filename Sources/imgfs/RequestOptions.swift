@@ -63,6 +63,15 @@ struct RequestOptions: ParsableArguments {
         return try PolicyFile.load(policyFile, defaults: defaults)
     }
 
+    /// The `--placeholder` image, read once at mount.
+    func placeholderImage() throws -> Placeholder? {
+        guard let placeholder else { return nil }
+        guard let data = FileManager.default.contents(atPath: placeholder), !data.isEmpty else {
+            throw ValidationError("--placeholder: cannot read \(placeholder) (or it is empty)")
+        }
+        return Placeholder(bytes: Array(data))
+    }
+
     /// Sets the proxy options of `configuration`.
     func applyProxy(to configuration: inout FetcherConfiguration) {
         configuration.proxy = proxy

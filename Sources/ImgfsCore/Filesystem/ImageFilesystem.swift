@@ -63,9 +63,12 @@ public final class ImageFilesystem: Sendable {
     let unreportedFailures = Locked<Set<UInt64>>([])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
+    /// What a failed image reads as (`--placeholder`); nil: failures are errors.
+    let placeholder: Placeholder?
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                logger: Logger) {
+                placeholder: Placeholder? = nil, logger: Logger) {
+        self.placeholder = placeholder
         self.repository = repository
         self.registry = registry
         self.configuration = configuration
@@ -138,6 +141,7 @@ public final class ImageFilesystem: Sendable {
     public func getattr(_ inode: UInt64, interest: Interest? = nil, reply: @escaping AttributesReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if case .image(let url) = node, let failure = repository.knownFailure(url) {
+            if let entry = placeholderEntry(inode) { return reply(.success(entry)) }
             if unreportedFailures.withLock({ $0.remove(inode) }) != nil { return reply(.failure(failure.error.filesystemError)) }
             let attributes = Attributes(inode: inode, kind: .file, size: failure.announcedSize ?? 0, permissions: 0o444,
                                         modified: startTime, linkCount: 1)
@@ -146,7 +150,7 @@ public final class ImageFilesystem: Sendable {
         switch node {
         case .image(let url):
             repository.metadata(url, refresh: false, interest: interest) { [self] result in
-                reply(result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError })
+                reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
             }
         case .generated(let file):
             reply(.success(Entry(attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
@@ -166,7 +170,9 @@ public final class ImageFilesystem: Sendable {
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
-                case .failure: unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
+                case .failure(let error):
+                    unreportedFailures.withLock { _ = $0.remove(inode) }  // reported here
+                    if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
                 }
                 reply(result.map { found in
                     let size = found.metadata.size
@@ -192,13 +198,13 @@ public final class ImageFilesystem: Sendable {
                      reply: @escaping ReadReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
+        case .image where handle != 0, .generated:
+            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
+            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
         case .image(let url):
             repository.read(url, offset: offset, count: count, interest: interest) { result in
                 reply(result.mapError { $0.filesystemError })
             }
-        case .generated:
-            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
-            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
         default:
             reply(.failure(.isADirectory))
         }
@@ -237,7 +243,7 @@ public final class ImageFilesystem: Sendable {
     func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
         switch repository.prepare(url) {
         case .failure(let error):
-            return .failure(error.filesystemError)
+            return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
             let inode = inodes.lookUp(.image(url))
             guard let metadata else { return .success(unknownSizeEntry(inode)) }
@@ -259,7 +265,7 @@ public final class ImageFilesystem: Sendable {
             }
         }
         switch now {
-        case .failure(let error): reply(.failure(error.filesystemError))
+        case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
         case .success(let metadata?): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
         case .success(nil): break  // answered by the closure above
         }
