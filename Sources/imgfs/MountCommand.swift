@@ -68,6 +68,8 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "imgfs")
         ActivePolicy.replace(with: hostRules)
+        logger.info("request rules: \(hostRules.rules.count) policy rules",
+                    metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
         let reloader = requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) }
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
         var fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,

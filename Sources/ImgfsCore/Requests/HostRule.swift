@@ -39,6 +39,6 @@ public struct HostRule: Sendable, Equatable {
         let name = line[..<colon]
         let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         return !name.isEmpty && name.allSatisfy { token.contains($0) }
-            && !line.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
+            && !line.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F })
     }
 }
