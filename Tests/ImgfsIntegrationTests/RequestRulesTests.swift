@@ -122,7 +122,7 @@ struct RequestRulesTests {
         let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--header", "X-Cli: yes"])
         defer { mount.stop() }
         #expect(reads(mount.path(origin.baseURL + "/p1.png"), image))
-        #expect(read(mount.path("http://localhost:\(origin.port)/p-denied.png")) == nil)
+        #expect(PosixFile.read(mount.path("http://localhost:\(origin.port)/p-denied.png")) == .failure(Errno(EACCES)))
         #expect(origin.requestCount("/p-denied.png") == 0, "a denied host is never contacted")
         try write(rules("two"), to: policy)
         mount.process.signal(SIGHUP)
