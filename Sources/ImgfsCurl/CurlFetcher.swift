@@ -35,7 +35,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.multi = curl_multi_init()
-        self.queue = AdmissionQueue(maxActive: configuration.maxTransfers, maxPerHost: configuration.maxTransfersPerHost)
+        self.queue = AdmissionQueue(maxActive: configuration.maxTransfers,
+                                    maxPerHost: configuration.maxTransfersPerHost,
+                                    hostLimit: ActivePolicy.transfersPerHost(hostKey:))
         if configuration.insecure {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }

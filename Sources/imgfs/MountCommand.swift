@@ -89,7 +89,8 @@ struct MountCommand: ParsableCommand {
                                                                                               logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
-        let registry = LongNameRegistry(directory: requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names"))
+        let names = requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names")
+        let registry = LongNameRegistry(directory: names)
         let filesystem = ImageFilesystem(repository: repository, registry: registry,
                                          placeholder: try requests.placeholderImage(), logger: logger)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])

@@ -19,7 +19,8 @@ struct PolicyCommand: ParsableCommand {
             print("\(file): valid, \(rules.rules.count) rule\(rules.rules.count == 1 ? "" : "s")")
             for rule in rules.rules {
                 let dropped = rule.dropQuery.isEmpty ? "" : ", cache key drops \(rule.dropQuery.joined(separator: " "))"
-                print("  \(rule.pattern): \(rule.headers.count) headers\(rule.deny == true ? ", denied" : "")\(dropped)")
+                let denied = rule.deny == true ? ", denied" : ""
+                print("  \(rule.pattern): \(rule.headers.count) headers\(denied)\(dropped)")
             }
         }
     }

@@ -13,7 +13,8 @@ enum PolicyFile {
         let description: String
     }
 
-    static let ruleKeys: Set<String> = ["host", "headers", "user-agent", "referer", "cookie-file", "deny", "cache-key"]
+    static let ruleKeys: Set<String> = ["host", "headers", "user-agent", "referer", "cookie-file", "deny", "cache-key",
+                                        "expire", "cache-control", "max-size", "transfers-per-host"]
 
     /// The rules of the file at `path`, on top of the command line's `defaults`.
     static func load(_ path: String, defaults: HostRule) throws(Invalid) -> HostRules {
@@ -80,6 +81,11 @@ enum PolicyFile {
             case "cookie-file": rule.cookieFile = try string(value, name)
             case "deny": rule.deny = try boolean(value, name)
             case "cache-key": rule.dropQuery = try dropQuery(value)
+            case "expire": rule.expire = try quantity(value, name, Quantity.seconds)
+            case "cache-control": rule.cacheControl = try boolean(value, name)
+            case "max-size": rule.maxSize = max(1, try quantity(value, name, Quantity.bytes))
+            case "transfers-per-host":
+                rule.transfersPerHost = try quantity(value, name) { Int($0).flatMap { $0 > 0 ? $0 : nil } }
             default: break
             }
         }
@@ -90,7 +96,9 @@ enum PolicyFile {
         guard let mapping = node.mapping else { throw Located(node, "headers: expected a mapping of Name: value") }
         return try mapping.map { key, value in
             let line = "\(key.string ?? ""): \(try string(value, "headers"))"
-            guard HostRule.isValidHeader(line) else { throw Located(key, "headers: not a valid header: \(key.string ?? "")") }
+            guard HostRule.isValidHeader(line) else {
+                throw Located(key, "headers: not a valid header: \(key.string ?? "")")
+            }
             return line
         }
     }
@@ -109,6 +117,13 @@ enum PolicyFile {
     private static func string(_ node: Yams.Node, _ key: String) throws -> String {
         guard let scalar = node.scalar else { throw Located(node, "\(key): expected a string") }
         return scalar.string
+    }
+
+    private static func quantity<Value>(_ node: Yams.Node, _ key: String, _ parse: (String) -> Value?) throws -> Value {
+        guard let value = parse(try string(node, key)) else {
+            throw Located(node, "\(key): not a valid value: \(node.string ?? "")")
+        }
+        return value
     }
 
     private static func boolean(_ node: Yams.Node, _ key: String) throws -> Bool {

@@ -13,9 +13,12 @@ struct ReloadCommand: ParsableCommand {
 
     func run() throws {
         let statistics = try JSONSerialization.jsonObject(with: try StatisticsFile.read(mountPoint)) as? [String: Any]
-        guard let pid = statistics?["pid"] as? Int, pid > 0 else { throw ValidationError("\(mountPoint): no daemon pid") }
+        guard let pid = statistics?["pid"] as? Int, pid > 0 else {
+            throw ValidationError("\(mountPoint): no daemon pid")
+        }
         guard kill(pid_t(pid), SIGHUP) == 0 else {
-            throw ValidationError("\(mountPoint): cannot signal the daemon (pid \(pid)): \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            throw ValidationError("\(mountPoint): cannot signal the daemon (pid \(pid)): \(reason)")
         }
         print("imgfs: asked \(mountPoint) (pid \(pid)) to reread its policy file")
     }

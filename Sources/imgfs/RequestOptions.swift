@@ -19,7 +19,7 @@ struct RequestOptions: ParsableArguments {
     @Option(help: "A Netscape-format cookie file (as curl and browsers export), read at each transfer, never written.")
     var cookieFile: String?
 
-    @Option(help: "Proxy URL (http://, https://, socks5://, socks5h://); default: $http_proxy, $HTTPS_PROXY, $ALL_PROXY.")
+    @Option(help: "Proxy URL (http://, https://, socks5://, socks5h://); default: $http_proxy, $HTTPS_PROXY, …")
     var proxy: String?
 
     @Option(help: ArgumentHelp("Hosts reached without the proxy, comma separated ('*': all); default: $NO_PROXY.",
@@ -39,10 +39,12 @@ struct RequestOptions: ParsableArguments {
         for line in header where !HostRule.isValidHeader(line) {
             throw ValidationError("--header: expected 'Name: value': \(RequestProfile.masked(line))")
         }
-        if let proxy, !["http://", "https://", "socks5://", "socks5h://", "socks4://"].contains(where: proxy.hasPrefix) {
+        let schemes = ["http://", "https://", "socks5://", "socks5h://", "socks4://"]
+        if let proxy, !schemes.contains(where: proxy.hasPrefix) {
             throw ValidationError("--proxy: expected an http://, https://, socks5:// or socks5h:// URL: \(proxy)")
         }
-        for file in [cookieFile, placeholder].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
+        for file in [cookieFile, placeholder].compactMap({ $0 })
+        where !FileManager.default.isReadableFile(atPath: file) {
             throw ValidationError("cannot read \(file)")
         }
     }

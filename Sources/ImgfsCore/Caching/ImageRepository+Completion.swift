@@ -27,7 +27,7 @@ extension ImageRepository {
         }
         state.withLock { $0.failures.clearLastError(key) }
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
-        let decision = configuration.expiry.decide(for: head, now: now())
+        let decision = ActivePolicy.expiry(for: url.host, default: configuration.expiry).decide(for: head, now: now())
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }

@@ -30,8 +30,9 @@ extension ImageRepository {
         let validatedAt = now()
         // A 304 that says nothing about freshness keeps the lifetime the stored response had (HTTP: a 304 updates
         // only the headers it carries).
-        let saysFreshness = head.cacheControl != nil || head.hasExpires || !configuration.expiry.honorsCacheControl
-        let expiresAt = saysFreshness ? configuration.expiry.decide(for: head, now: validatedAt).expiresAt
+        let rule = ActivePolicy.expiry(for: download.url.host, default: configuration.expiry)
+        let saysFreshness = head.cacheControl != nil || head.hasExpires || !rule.honorsCacheControl
+        let expiresAt = saysFreshness ? rule.decide(for: head, now: validatedAt).expiresAt
             : validatedAt + fallback.lifetime
         state.withLock { $0.counters.notModified += 1 }
         tiers.renew(key, fallback: fallback, expiresAt: expiresAt, validatedAt: validatedAt, etag: head.etag)

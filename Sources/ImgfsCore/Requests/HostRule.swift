@@ -18,6 +18,14 @@ public struct HostRule: Sendable, Equatable {
     public var deny: Bool?
     /// Query parameters left out of the cache key (names or `*` globs such as `X-Amz-*`).
     public var dropQuery: [String] = []
+    /// How long this host's images stay fresh (`--expire`).
+    public var expire: Double?
+    /// Whether Cache-Control and Expires decide freshness (`--cache-control`).
+    public var cacheControl: Bool?
+    /// The largest image served from this host (`--max-size`).
+    public var maxSize: Int?
+    /// Transfers running at once to this host (`--max-transfers-per-host`).
+    public var transfersPerHost: Int?
 
     public init(pattern: String) {
         self.pattern = pattern
