@@ -26,14 +26,16 @@ final class MountedImgfs: @unchecked Sendable {
         return package.appendingPathComponent(".build/debug/imgfs").path
     }
 
-    init(arguments: [String] = [], cacheDirectory: String? = nil) throws {
+    /// `environment` nil: this process's environment.
+    init(arguments: [String] = [], cacheDirectory: String? = nil, environment: [String: String]? = nil) throws {
         root = try Self.makeTemporaryDirectory()
         mountPoint = "\(root)/mnt"
         self.cacheDirectory = cacheDirectory ?? "\(root)/cache"
         logPath = "\(root)/imgfs.log"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         process = try ChildProcess.spawn(Self.binary, ["mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
-                                                       "--log-level", "debug"] + arguments, outputPath: logPath)
+                                                       "--log-level", "debug"] + arguments,
+                                       environment: environment, outputPath: logPath)
         let deadline = Date().addingTimeInterval(15)
         while !isMounted {
             guard process.isRunning, Date() < deadline else {
