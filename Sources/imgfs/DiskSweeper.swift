@@ -3,7 +3,8 @@ import ImgfsCore
 import Logging
 
 /// Runs the disk cache's sweep at start and every 10 minutes on a background queue: leftovers of interrupted writes,
-/// and entries expired for longer than `keepExpiredFor` (kept until then for revalidation and stale-if-error).
+/// and entries expired for longer than `keepExpiredFor` (kept until then for revalidation and stale-if-error), except
+/// those of hosts whose policy rule says keep-offline.
 enum DiskSweeper {
     private static let queue = DispatchQueue(label: "imgfs.disk-sweep", qos: .utility)
     nonisolated(unsafe) private static var timer: DispatchSourceTimer?
@@ -13,7 +14,8 @@ enum DiskSweeper {
         timer.schedule(deadline: .now(), repeating: .seconds(600))
         timer.setEventHandler {
             let now = Date()
-            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: now - keepExpiredFor)
+            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: now - keepExpiredFor,
+                                              keeping: ActivePolicy.keepsOffline(url:))
             if entries > 0 {
                 logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
             }

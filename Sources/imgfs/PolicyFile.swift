@@ -14,7 +14,8 @@ enum PolicyFile {
     }
 
     static let ruleKeys: Set<String> = ["host", "headers", "user-agent", "referer", "cookie-file", "deny", "cache-key",
-                                        "expire", "cache-control", "max-size", "transfers-per-host"]
+                                        "expire", "cache-control", "max-size", "transfers-per-host",
+                                        "keep-offline"]
 
     /// The rules of the file at `path`, on top of the command line's `defaults`.
     static func load(_ path: String, defaults: HostRule) throws(Invalid) -> HostRules {
@@ -83,6 +84,7 @@ enum PolicyFile {
             case "cache-key": rule.dropQuery = try dropQuery(value)
             case "expire": rule.expire = try quantity(value, name, Quantity.seconds)
             case "cache-control": rule.cacheControl = try boolean(value, name)
+            case "keep-offline": rule.keepOffline = try boolean(value, name)
             case "max-size": rule.maxSize = max(1, try quantity(value, name, Quantity.bytes))
             case "transfers-per-host":
                 rule.transfersPerHost = try quantity(value, name) { Int($0).flatMap { $0 > 0 ? $0 : nil } }

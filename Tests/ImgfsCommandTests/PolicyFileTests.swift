@@ -48,9 +48,10 @@ struct PolicyFileTests {
 
     @Test("per-host settings: expire, cache-control, max-size, transfers-per-host")
     func settings() throws {
-        let rules = try load("rules:\n  - host: a.com\n    expire: 30m\n    cache-control: true\n    max-size: 2M\n    transfers-per-host: 2\n")
+        let rules = try load("rules:\n  - host: a.com\n    expire: 30m\n    cache-control: true\n    max-size: 2M\n    transfers-per-host: 2\n    keep-offline: yes\n")
         #expect(rules.rules[0].expire == 1800 && rules.rules[0].cacheControl == true)
         #expect(rules.rules[0].maxSize == 2 << 20 && rules.rules[0].transfersPerHost == 2)
+        #expect(rules.rules[0].keepOffline == true)
         #expect(error("rules:\n  - host: a.com\n    max-size: lots\n").contains(":3: max-size: not a valid value: lots"))
         #expect(error("rules:\n  - host: a.com\n    transfers-per-host: 0\n").contains(":3: transfers-per-host"))
     }

@@ -47,3 +47,44 @@ struct PerHostSettingsTests {
         #expect(numericLarge == .success(large) ? true : false, "the max size is localhost's only")
     }
 }
+
+/// Issue 18: keep-offline: a rule's images stay on disk however long expired, and are served when the origin is gone.
+@Suite("Keep offline", .serialized, .enabled(if: FuseAvailability.available))
+struct KeepOfflineTests {
+    @Test("the disk sweep removes long-expired images except those of a keep-offline host, served later offline")
+    func keepOffline() throws {
+        let image = try Fixtures.smallPNGs(1)[0]
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route("/kept.png", .ok(image, contentType: "image/png"))
+        let directory = "/tmp/imgfs-offline-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let policy = "\(directory)/policy.yaml"
+        try "rules:\n  - host: 127.0.0.1\n    keep-offline: true\n".write(toFile: policy, atomically: true, encoding: .utf8)
+        let cache = "\(directory)/cache"
+        func entries() -> Int {
+            ((try? FileManager.default.subpathsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".data") }.count
+        }
+        let fetchedAt = Date()
+        do {
+            let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--expire", "1s"], cacheDirectory: cache)
+            defer { mount.stop() }
+            #expect(PosixFile.read(mount.path(origin.baseURL + "/kept.png")) == .success(image))
+            #expect(PosixFile.read(mount.path("http://localhost:\(origin.port)/kept.png")) == .success(image))
+        }
+        #expect(entries() == 2)
+        // The sweep at start removes entries expired for longer than --expire (1 s): wait until both are.
+        while Date() < fetchedAt.addingTimeInterval(2.5) { Thread.sleep(forTimeInterval: 0.05) }
+        origin.stop()
+        let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--expire", "1s"], cacheDirectory: cache)
+        defer { mount.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while !mount.log.contains("disk cache sweep removed 1 expired entries"), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(mount.log.contains("disk cache sweep removed 1 expired entries"), "\(mount.log)")
+        #expect(entries() == 1, "the keep-offline host's entry stays")
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/kept.png")) == .success(image), "served offline")
+    }
+}

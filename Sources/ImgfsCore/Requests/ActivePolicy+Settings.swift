@@ -18,6 +18,12 @@ extension ActivePolicy {
         return limits
     }
 
+    /// Whether the disk copy of `url` (its text) is kept however long expired.
+    public static func keepsOffline(url: String) -> Bool {
+        guard let url = try? ImageURL(url) else { return false }
+        return rules.rule(for: url.host)?.keepOffline == true
+    }
+
     /// The transfers per host of the rule for the host of `hostKey` (`scheme://host:port`), if it sets one.
     public static func transfersPerHost(hostKey: String) -> Int? {
         guard let url = try? ImageURL(hostKey + "/") else { return nil }

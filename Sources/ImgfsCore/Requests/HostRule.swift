@@ -26,6 +26,8 @@ public struct HostRule: Sendable, Equatable {
     public var maxSize: Int?
     /// Transfers running at once to this host (`--max-transfers-per-host`).
     public var transfersPerHost: Int?
+    /// Whether this host's images stay on disk however long expired (only the size cap evicts them), for use offline.
+    public var keepOffline: Bool?
 
     public init(pattern: String) {
         self.pattern = pattern
