@@ -15,9 +15,6 @@ public struct RequestProfile: Sendable, Equatable {
 
     public init() {}
 
-    /// Whether the profile adds anything to a request.
-    public var isEmpty: Bool { headers.isEmpty && userAgent == nil && referer == nil && cookieFile == nil }
-
     /// The header lines with the values of credentials replaced by `***`, for logs.
     public var masked: [String] { headers.map(Self.masked) }
 
