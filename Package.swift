@@ -24,6 +24,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
@@ -44,6 +45,7 @@ let package = Package(
             dependencies: [
                 "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis", "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),

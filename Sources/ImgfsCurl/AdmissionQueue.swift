@@ -1,8 +1,9 @@
 /// Waiting transfers, admitted first-come first-served within a limit of simultaneous transfers in total and per
 /// host.
 ///
-/// Guarantees: an item is admitted only while fewer than `maxActive` are active and fewer than `maxPerHost` of its
-/// host are; among the items that may start, the oldest starts first; a host at its limit never holds back items of
+/// Guarantees: an item is admitted only while fewer than `maxActive` are active and fewer than its host's limit
+/// (`maxPerHost`, or the host's own from `hostLimit`) of its host are; among the items that may start, the oldest
+/// starts first; a host at its limit never holds back items of
 /// other hosts (no head-of-line blocking across hosts). Not thread safe: one owner drives it.
 public struct AdmissionQueue<Item> {
     private struct Waiting {
@@ -12,6 +13,8 @@ public struct AdmissionQueue<Item> {
 
     /// One host's waiting items; `head` indexes the oldest, so taking it costs no copy.
     private struct HostQueue {
+        /// Transfers of this host at once (`maxPerHost`, or what `hostLimit` said when the queue was made).
+        let limit: Int
         var items: [Waiting] = []
         var head = 0
         var oldest: Waiting? { head < items.count ? items[head] : nil }
@@ -38,14 +41,19 @@ public struct AdmissionQueue<Item> {
     /// How many items wait.
     public private(set) var waitingCount = 0
 
-    public init(maxActive: Int, maxPerHost: Int) {
+    /// Asked once per host when it gets a queue: a limit of its own (a policy rule's), or nil for `maxPerHost`.
+    private let hostLimit: (String) -> Int?
+
+    public init(maxActive: Int, maxPerHost: Int, hostLimit: @escaping (String) -> Int? = { _ in nil }) {
         self.maxActive = max(1, maxActive)
         self.maxPerHost = max(1, maxPerHost)
+        self.hostLimit = hostLimit
     }
 
     /// Adds `item`, for `host`, to the end of the queue.
     public mutating func enqueue(_ item: Item, host: String) {
-        waitingByHost[host, default: HostQueue()].items.append(Waiting(sequence: nextSequence, item: item))
+        let waiting = Waiting(sequence: nextSequence, item: item)
+        waitingByHost[host, default: HostQueue(limit: max(1, hostLimit(host) ?? maxPerHost))].items.append(waiting)
         nextSequence += 1
         waitingCount += 1
     }
@@ -55,7 +63,7 @@ public struct AdmissionQueue<Item> {
         var admitted: [(item: Item, host: String)] = []
         while activeCount < maxActive {
             var best: (host: String, sequence: Int)?
-            for (host, queue) in waitingByHost where activeByHost[host, default: 0] < maxPerHost {
+            for (host, queue) in waitingByHost where activeByHost[host, default: 0] < queue.limit {
                 if let oldest = queue.oldest, oldest.sequence < best?.sequence ?? .max { best = (host, oldest.sequence) }
             }
             guard let host = best?.host else { break }

@@ -35,7 +35,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.multi = curl_multi_init()
-        self.queue = AdmissionQueue(maxActive: configuration.maxTransfers, maxPerHost: configuration.maxTransfersPerHost)
+        self.queue = AdmissionQueue(maxActive: configuration.maxTransfers,
+                                    maxPerHost: configuration.maxTransfersPerHost,
+                                    hostLimit: ActivePolicy.transfersPerHost(hostKey:))
         if configuration.insecure {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }
@@ -45,7 +47,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     }
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
-        if let refusal = configuration.addressPolicy.refusal(host: request.url.host) {
+        if let refusal = configuration.addressPolicy.refusal(host: request.url.host)
+            ?? ActivePolicy.profile(for: request.url.host).refusal {
             logger.warning("refused: \(refusal)", metadata: ["url": "\(request.url)"])
             observer.transferDidComplete(error: .refused(refusal))
             return CurlTransferHandle(fetcher: nil, id: 0)

@@ -21,7 +21,7 @@ final class CurlTransfer: @unchecked Sendable {
     let attempt: Int
     private let configuration: FetcherConfiguration
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var rules: CurlRequestRules?
     private var head = ResponseHead(status: 0)
     private var sawLocation = false
     private var retryAfter: Double?
@@ -65,7 +65,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit {
         curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
 
@@ -83,7 +82,6 @@ final class CurlTransfer: @unchecked Sendable {
         imgfs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout * 1000))
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond)
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallSeconds)
-        imgfs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
         imgfs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         imgfs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize)
         // Decode a compressed body (gzip, deflate, br) should an origin send one; its Content-Length is then the
@@ -101,8 +99,9 @@ final class CurlTransfer: @unchecked Sendable {
         var headers = ["Accept: image/avif,image/webp,image/apng,image/*;q=0.9,*/*;q=0.5"]
         if let etag = request.etag { headers.append("If-None-Match: \(etag)") }
         if let lastModified = request.lastModified { headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))") }
-        for header in headers { headerList = curl_slist_append(headerList, header) }
-        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
+        let rules = CurlRequestRules(url: url, ownHeaders: headers, configuration: configuration)
+        rules.configure(easy, configuration: configuration)
+        self.rules = rules
         imgfs_easy_setopt_prereq_callback(easy, curlPrereqCallback, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         imgfs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
@@ -122,7 +121,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
         refusal = host.flatMap { configuration.addressPolicy.refusal(host: $0) }
             ?? configuration.addressPolicy.refusal(numericAddress: primaryAddress)
+            ?? host.flatMap { ActivePolicy.profile(for: $0).refusal }
         connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
+        rules?.prepareRequest(easy, effectiveURL: effective.flatMap { try? ImageURL(String(cString: $0)) })
         return refusal == nil
     }
 

@@ -25,8 +25,13 @@ public struct FetcherConfiguration: Sendable {
     public var addressPolicy = AddressPolicy()
     /// Skip TLS certificate and host name verification (`--insecure`).
     public var insecure = false
-    /// The User-Agent header.
+    /// The User-Agent header, unless a rule sets another.
     public var userAgent = "imgfs"
+    /// The proxy (`http://`, `https://`, `socks5://`, `socks5h://` URL); nil: libcurl's environment variables
+    /// (`http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`) decide, as in curl.
+    public var proxy: String?
+    /// Hosts reached without the proxy (comma-separated, `*` for all), as curl's `--noproxy`.
+    public var noProxy: String?
     /// Bytes curl receives per read from a connection (its default is 16 KiB): larger reads mean fewer calls into
     /// imgfs per large image (cold large files went from about 0.66× to 0.9× of curl's own speed). Memory: one such
     /// buffer per running transfer.

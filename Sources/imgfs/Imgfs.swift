@@ -18,6 +18,6 @@ struct Imgfs: ParsableCommand {
             """,
         version: version,
         subcommands: [MountCommand.self, PathCommand.self, NameCommand.self, WhyCommand.self, PrefetchCommand.self,
-                      StatsCommand.self, PurgeCommand.self]
+                      StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self]
     )
 }

@@ -37,6 +37,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Shared cache (a fleet of mounts)")
     var shared: SharedCacheOptions
 
+    @OptionGroup(title: "Requests")
+    var requests: RequestOptions
+
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
@@ -54,12 +57,15 @@ struct MountCommand: ParsableCommand {
         let mountPath = try MountPoint.validated(mountPoint, allowNonEmpty: nonempty)
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
         try CacheDirectory.create(cacheDirectory)
+        // An invalid policy file fails the mount here, on the terminal, with its file, line and reason.
+        let hostRules = try requests.hostRules()
         if !foreground {
             let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
             try Background.start(mountPoint: mountPath, logFile: log)
             return
         }
         Background.detachIfDaemon()
+        if requests.policyFile != nil { PolicyReloader.blockSignal() }
         PurgeSignal.blockInThisAndNewThreads()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -67,9 +73,14 @@ struct MountCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "imgfs")
+        ActivePolicy.replace(with: hostRules)
+        logger.info("request rules: \(hostRules.rules.count) policy rules",
+                    metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
+        let reloader = requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) }
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
-        let fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
+        var fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
                                                                 userAgent: "imgfs/\(Imgfs.version)")
+        requests.applyProxy(to: &fetcherConfiguration)
         let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
@@ -82,15 +93,21 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
             passthrough.isUsable
         }
-        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
-                                         disk: try openDiskCache(in: cacheDirectory, logger: logger),
+        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher,
+                                         memory: MemoryCache(budget: try cache.memoryBudget()),
+                                         disk: requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory,
+                                                                                              logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
-        let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
-        let variants = try thumbnails.makeStore(repository: repository, cacheDirectory: cacheDirectory,
+        let names = requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names")
+        let registry = LongNameRegistry(directory: names)
+        let variants = try thumbnails.makeStore(repository: repository,
+                                                cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,
                                                 memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
                                                 logger: logger)
-        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger, variants: variants)
+        let filesystem = ImageFilesystem(repository: repository, registry: registry,
+                                         placeholder: try requests.placeholderImage(), logger: logger,
+                                         variants: variants)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)
@@ -106,6 +123,7 @@ struct MountCommand: ParsableCommand {
             fetcher.shutdown()
             throw error
         }
+        reloader?.start()
         if !noPassthrough && !privileged {
             logger.notice("no CAP_SYS_ADMIN: the kernel cannot be handed large images to read by itself (passthrough); every read goes through imgfs")
         }

@@ -32,13 +32,15 @@ struct ThumbnailOptions: ParsableArguments {
 
     /// The variant store: libvips on `--thumb-workers` threads; its own memory cache (an eighth of the images'
     /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, a quarter of the disk limit).
-    func makeStore(repository: ImageRepository, cacheDirectory: URL, memoryBudget: Int, diskBudget: Int,
+    /// The variant store; with `cacheDirectory` nil (`--no-disk-cache`) variants are kept in memory only.
+    func makeStore(repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
                    logger: Logger) throws -> VariantStore {
         var configuration = VariantStore.Configuration()
         configuration.sizes = try sizes()
         configuration.maximumPixels = maxPixels
-        let disk = try DiskCache(directory: cacheDirectory.appendingPathComponent("variants"),
-                                 sizeLimit: diskBudget / 4, logger: logger)
+        let disk = try cacheDirectory.map {
+            try DiskCache(directory: $0.appendingPathComponent("variants"), sizeLimit: diskBudget / 4, logger: logger)
+        }
         let workers = VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount)
         return VariantStore(repository: repository, maker: try VipsThumbnailer(),
                             memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,

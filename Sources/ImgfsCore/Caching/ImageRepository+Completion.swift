@@ -29,7 +29,7 @@ extension ImageRepository {
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         // The repository's clock dates the copy: freshness is computed from it at every use.
         let decidedAt = now()
-        let decision = configuration.expiry.decide(for: head, now: decidedAt)
+        let decision = expiry(for: url).decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }

@@ -49,11 +49,11 @@ extension ImageRepository {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.failures.lastError(key)) }
         if let image = memory.peek(key) {
-            let expiresAt = configuration.expiry.expiry(of: image)
+            let expiresAt = expiry(for: url).expiry(of: image)
             return ImageReport(source: .memory, metadata: image.metadata, expiresAt: expiresAt, error: error)
         }
         if let record = disk?.record(forKey: key) {
-            let expiresAt = configuration.expiry.expiry(of: record)
+            let expiresAt = expiry(for: url).expiry(of: record)
             return ImageReport(source: .disk, metadata: record.metadata, expiresAt: expiresAt, error: error)
         }
         if let flight {

@@ -3,12 +3,18 @@ import Foundation
 // MARK: - Freshness and revalidation: when a cached copy may be served, and what a 304 renews
 
 extension ImageRepository {
-    /// Whether a cached copy may be served without asking the origin.
-    func isFresh(_ source: Source) -> Bool {
-        switch source {
+    /// The expiry rule of `url`'s host: its policy-file rule, else `--expire` / `--cache-control`.
+    func expiry(for url: ImageURL) -> ExpiryPolicy {
+        ActivePolicy.expiry(for: url.host, default: configuration.expiry)
+    }
+
+    /// Whether a cached copy of `url` may be served without asking the origin.
+    func isFresh(_ source: Source, of url: ImageURL) -> Bool {
+        let rule = expiry(for: url)
+        return switch source {
         case .memory(let image):
-            now() < max(configuration.expiry.expiry(of: image), image.validatedAt + configuration.minimumFreshness)
-        case .disk(let record): now() < configuration.expiry.expiry(of: record)
+            now() < max(rule.expiry(of: image), image.validatedAt + configuration.minimumFreshness)
+        case .disk(let record): now() < rule.expiry(of: record)
         case .download: true
         }
     }
@@ -31,8 +37,9 @@ extension ImageRepository {
         let validatedAt = now()
         // A 304 that says nothing about freshness keeps the lifetime the stored response had (HTTP: a 304 updates
         // only the headers it carries).
-        let saysFreshness = head.cacheControl != nil || head.hasExpires || !configuration.expiry.honorsCacheControl
-        let decision = configuration.expiry.decide(for: head, now: validatedAt)
+        let rule = expiry(for: download.url)
+        let saysFreshness = head.cacheControl != nil || head.hasExpires || !rule.honorsCacheControl
+        let decision = rule.decide(for: head, now: validatedAt)
         let expiresAt = saysFreshness ? decision.expiresAt : validatedAt + fallback.lifetime
         let fromHeaders = saysFreshness ? decision.fromHeaders : fallback.expiryFromHeaders
         state.withLock { $0.counters.notModified += 1 }

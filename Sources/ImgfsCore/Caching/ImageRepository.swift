@@ -198,7 +198,7 @@ public final class ImageRepository: Sendable {
                          _ state: inout RepositoryState) -> Step {
         let key = url.cacheKey
         let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
-        if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached)) {
+        if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached, of: url)) {
             return .answer(.ready(.success(cached)))
         }
         if !reload, let failure {

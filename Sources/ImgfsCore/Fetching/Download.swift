@@ -64,7 +64,7 @@ public final class Download: TransferObserving, Sendable {
 
     public init(url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary) {
         self.url = url
-        self.limits = limits
+        self.limits = ActivePolicy.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
         self.memory = memory
     }
 

@@ -74,11 +74,12 @@ extension ImageFilesystem {
             let pid: Int32
             let uptimeSeconds: Int
             let knownInodes: Int
+            let placeholdersServed: Int
             let repository: RepositoryStatistics
         }
         let document = Document(pid: ProcessInfo.processInfo.processIdentifier,
                                 uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
-                                repository: repository.statistics())
+                                placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

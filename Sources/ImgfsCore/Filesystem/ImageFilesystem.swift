@@ -64,9 +64,12 @@ public final class ImageFilesystem: Sendable {
     private let openHandles = Locked<[UInt64: Int]>([:])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
+    /// What a failed image reads as (`--placeholder`); nil: failures are errors.
+    let placeholder: Placeholder?
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                logger: Logger, variants: VariantStore? = nil) {
+                placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil) {
+        self.placeholder = placeholder
         self.repository = repository
         self.registry = registry
         self.variants = variants
@@ -143,7 +146,7 @@ public final class ImageFilesystem: Sendable {
         switch node {
         case .image(let url):
             repository.metadata(url, refresh: false, interest: interest) { [self] result in
-                reply(result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError })
+                reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
             }
         case .generated(let file):
             reply(.success(Entry(attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
@@ -163,7 +166,11 @@ public final class ImageFilesystem: Sendable {
         switch node {
         case .image(let url):
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
-                if case .success = result { openHandles.withLock { $0[inode, default: 0] += 1 } }
+                switch result {
+                case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
+                case .failure(let error):
+                    if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
+                }
                 reply(result.map { found in
                     let size = found.metadata.size
                     return OpenFile(handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
@@ -190,13 +197,13 @@ public final class ImageFilesystem: Sendable {
                      reply: @escaping ReadReply) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
+        case .image where handle != 0, .generated:
+            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
+            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
         case .image(let url):
             repository.read(url, offset: offset, count: count, interest: interest) { result in
                 reply(result.mapError { $0.filesystemError })
             }
-        case .generated:
-            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
-            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
         case .thumbnail(.image(let size, let url)):
             readVariant(size, url, offset: offset, count: count, reply: reply)
         default:
@@ -237,7 +244,7 @@ public final class ImageFilesystem: Sendable {
     func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
         switch repository.prepare(url) {
         case .failure(let error):
-            return .failure(error.filesystemError)
+            return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
             let inode = inodes.lookUp(.image(url))
             guard let metadata else { return .success(unknownSizeEntry(inode)) }
@@ -250,11 +257,11 @@ public final class ImageFilesystem: Sendable {
         let now = repository.prepare(url, interest: interest) { [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
-            case .failure(let error): reply(.failure(error.filesystemError))
+            case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
             }
         }
         switch now {
-        case .failure(let error): reply(.failure(error.filesystemError))
+        case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
         case .success(let metadata?): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
         case .success(nil): break  // answered by the closure above
         }

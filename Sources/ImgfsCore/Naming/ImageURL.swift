@@ -19,7 +19,8 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     public let host: String
     /// The port, explicit or the scheme's default.
     public let port: Int
-    /// SHA-256 (hex) of ``resourceKey``: what caches and downloads are keyed by.
+    /// SHA-256 (hex) of ``resourceKey`` without the query parameters the policy drops from cache keys
+    /// (``CacheKeyRules``): what caches and downloads are keyed by.
     public let cacheKey: String
 
     public init(_ string: String) throws(NameError) {
@@ -43,7 +44,8 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         self.scheme = scheme
         self.host = host
         self.port = port
-        self.cacheKey = SHA256.hex(of: Self.encodedForRequest(Self.withoutFragment(string), scheme: scheme).utf8)
+        let requested = Self.encodedForRequest(Self.withoutFragment(string), scheme: scheme)
+        self.cacheKey = SHA256.hex(of: ActivePolicy.cacheKeyText(for: requested, host: host).utf8)
     }
 
     /// The URL without its fragment: what is requested and what downloads and cache entries are keyed by.

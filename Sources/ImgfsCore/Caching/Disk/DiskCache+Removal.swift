@@ -29,12 +29,19 @@ extension DiskCache {
     /// Meant for a background queue: records not read yet are read a batch at a time with no lock held, and
     /// entries are removed a batch at a time, so other calls are held up only briefly.
     public func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
+        sweep(now: now, removeExpiredBefore: removeExpiredBefore, keeping: { _ in false })
+    }
+
+    /// ``sweep(now:removeExpiredBefore:)``, except that an entry whose URL `keeping` accepts (a policy rule's
+    /// keep-offline) is never removed for its age.
+    public func sweep(now: Date, removeExpiredBefore: Date,
+                      keeping: (String) -> Bool) -> (removedEntries: Int, removedBytes: Int) {
         removeTemporaryFiles(olderThan: now.addingTimeInterval(-60))
         guard removeExpiredBefore > .distantPast else { return (0, 0) }
         learnExpiries()
         let expired = withIndex { index in
             index.entries { $0.expiresAt.map { $0 < removeExpiredBefore } ?? false }
-        }
+        }.filter { candidate in (try? readRecord(candidate)).map { !keeping($0.url) } ?? true }
         var removedEntries = 0
         var removedBytes = 0
         for start in stride(from: 0, to: expired.count, by: 64) {

@@ -1,0 +1,46 @@
+/// What one request to one host carries beyond imgfs's own headers, after the rules are applied.
+///
+/// Guarantees: a value only; ``masked`` never contains the value of a Cookie or Authorization header.
+public struct RequestProfile: Sendable, Equatable {
+    /// Header lines (`Name: value`); a later line with the same name replaced an earlier one.
+    public var headers: [String] = []
+    /// The User-Agent (nil: imgfs's own).
+    public var userAgent: String?
+    /// The Referer (nil: none).
+    public var referer: String?
+    /// The Netscape cookie file to read (nil: no cookies).
+    public var cookieFile: String?
+    /// The reason the host is refused, if it is.
+    public var refusal: String?
+
+    public init() {}
+
+    /// The header lines with the values of credentials replaced by `***`, for logs.
+    public var masked: [String] { headers.map(Self.masked) }
+
+    /// `line` with its value replaced by `***` when it is a Cookie, Authorization or Proxy-Authorization header.
+    public static func masked(_ line: String) -> String {
+        guard let colon = line.firstIndex(of: ":") else { return line }
+        let name = line[..<colon].lowercased()
+        let secret = ["cookie", "authorization", "proxy-authorization"].contains(name)
+        return secret ? "\(line[..<colon]): ***" : line
+    }
+
+    /// Adds `line`, replacing an earlier header of the same name (a User-Agent or Referer line sets that field).
+    mutating func set(header line: String) {
+        let name = Self.name(of: line)
+        let value = String(line.drop { $0 != ":" }.dropFirst().drop { $0 == " " || $0 == "\t" })
+        switch name {
+        case "user-agent": userAgent = value
+        case "referer": referer = value
+        default: break
+        }
+        guard name != "user-agent", name != "referer" else { return }
+        headers.removeAll { Self.name(of: $0) == name }
+        headers.append(line)
+    }
+
+    private static func name(of line: String) -> String {
+        String(line.prefix { $0 != ":" }).lowercased()
+    }
+}
