@@ -69,6 +69,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.forget = { req, inode, count in
             context(req).filesystem.forget(UInt64(inode), count: count)
@@ -91,6 +92,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.open = { req, inode, info in
             let operations = context(req)
@@ -105,6 +107,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.read = { req, inode, size, offset, info in
             let operations = context(req)
@@ -124,6 +127,7 @@ final class FuseOperations: @unchecked Sendable {
                 // would hold up the next bytes of every transfer, so another thread sends them.
                 if pthread_equal(caller, pthread_self()) != 0 { send() } else { lateReplies.async(execute: send) }
             }
+            operations.pending.started(ticket)
         }
         ops.release = { req, inode, info in
             let operations = context(req)

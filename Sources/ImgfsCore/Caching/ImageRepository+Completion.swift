@@ -162,7 +162,7 @@ extension ImageRepository {
             state.counters.failures += 1
             state.counters.errorsByKind[error.kind, default: 0] += 1
             // A transfer called off because nobody wanted it is not the origin's fault: nothing to remember.
-            guard error != .cancelled else { return }
+            guard error != .cancelled && error != .shutDown else { return }
             state.failures[key] = (error, now(), announcedSize)
             if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first { state.lastErrors[any] = nil }
             state.lastErrors[key] = error

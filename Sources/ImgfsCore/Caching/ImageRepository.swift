@@ -90,6 +90,12 @@ public final class ImageRepository: @unchecked Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     private let state = Locked(State())
+    /// When each URL's transfer was last called off because nobody wanted it (kept for ``abandonedGrace``).
+    private let abandoned = Locked<[String: ContinuousClock.Instant]>([:])
+    /// How long after a transfer was called off a lookup does not start it again.
+    static let abandonedGrace = Duration.seconds(1)
+    /// Seconds a transfer started within ``abandonedGrace`` is held before it is sent.
+    static let restartHold = 0.05
     /// Where disk-cache writes run, one at a time.
     let diskWrites: any SerialWorker
     /// When a request last came (monotonic nanoseconds), for ``waitForQuietMoment(queuedAt:)``.
@@ -137,7 +143,7 @@ public final class ImageRepository: @unchecked Sendable {
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         // Whether this call has returned yet, and the answer if it came before that.
         let handoff = Locked<(returned: Bool, answer: Result<Source, FetchError>?)>((false, nil))
-        resolve(url, refresh: true) { result in
+        resolve(url, refresh: true, interest: interest) { result in
             let late = handoff.withLock { state -> Bool in
                 if !state.returned { state.answer = result }
                 return state.returned
@@ -168,7 +174,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// come from the same source.
     public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
                                 reply: @escaping @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void) {
-        resolve(url, refresh: refresh) { result in Self.answer(result, interest: interest, reply: reply) }
+        resolve(url, refresh: refresh, interest: interest) { result in Self.answer(result, interest: interest, reply: reply) }
     }
 
     /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
@@ -189,7 +195,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// Bytes `offset ..< offset + count` (fewer at the end), as soon as they are available.
     public func read(_ url: ImageURL, offset: Int, count: Int, interest: Interest? = nil,
                      reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
-        resolve(url, refresh: false) { [self] result in
+        resolve(url, refresh: false, interest: interest) { [self] result in
             switch result {
             case .failure(let error): reply(.failure(error))
             case .success(.download(let download)): download.read(offset: offset, count: count, interest: interest, reply)
@@ -205,8 +211,26 @@ public final class ImageRepository: @unchecked Sendable {
     /// wants it any more and less than half of it has arrived (``Download/cancelIfAbandoned(openHandles:)``).
     public func readerGaveUp(_ url: ImageURL, openHandles: Int) {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
-              download.cancelIfAbandoned(openHandles: openHandles) else { return }
+              download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { markAbandoned(url) }) else { return }
         logger.info("transfer cancelled: nobody wants it any more and less than half had arrived", metadata: ["url": "\(url)"])
+    }
+
+    /// Remembers that `url`'s transfer is being called off (before it is, so no lookup can come in between).
+    private func markAbandoned(_ url: ImageURL) {
+        let now = ContinuousClock.now
+        abandoned.withLock { table in
+            table = table.filter { now - $0.value < Self.abandonedGrace }
+            table[url.cacheKey] = now
+        }
+    }
+
+    /// Whether `key`'s transfer was called off less than ``abandonedGrace`` ago. Readers interrupted together make the
+    /// kernel send more requests for the name as they die (processes that waited behind the lookup interrupted first
+    /// try it again, and some get their request out before the signal stops them): a transfer such a request starts
+    /// is held back briefly (``restartHold``), so the interrupt that follows calls it off unsent.
+    func _abandonedRecently(_ key: String) -> Bool {
+        guard let when = abandoned.withLock({ $0[key] }) else { return false }
+        return ContinuousClock.now - when < Self.abandonedGrace
     }
 
     /// Drops `url` from both caches and forgets its failures (`rm` of the file).
@@ -357,8 +381,10 @@ public final class ImageRepository: @unchecked Sendable {
         case start(Download, FetchRequest, fallback: Source?)
     }
 
-    /// Decides where `url` is served from; starts a transfer when needed. Replies once, without locks held.
-    func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
+    /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
+    /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
+    /// once, without locks held.
+    func resolve(_ url: ImageURL, refresh: Bool, interest: Interest? = nil, reply: @escaping SourceReply) {
         lastRequest.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let key = url.cacheKey
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
@@ -382,11 +408,13 @@ public final class ImageRepository: @unchecked Sendable {
                     logger.debug("serving an expired copy: the last attempt failed (\(failure))", metadata: ["url": "\(url.withoutFragment)"])
                     return .answer(.success(cached))
                 }
+                if interest?.isWithdrawn == true { return .answer(.failure(.cancelled)) }
                 state.counters.revalidations += reload ? 0 : 1
                 return _start(url, &state, request: reload ? FetchRequest(url: url) : Self.validators(url, cached), fallback: cached)
             }
             if let failure { return .answer(.failure(failure)) }
             if configuration.policy == .cacheOnly { return .answer(.failure(.notCached)) }
+            if interest?.isWithdrawn == true { return .answer(.failure(.cancelled)) }
             return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
         }
         switch step {
@@ -423,6 +451,8 @@ public final class ImageRepository: @unchecked Sendable {
     }
 
     private func _start(_ url: ImageURL, _ state: inout State, request: FetchRequest, fallback: Source?) -> Step {
+        var request = request
+        if _abandonedRecently(url.cacheKey) { request.holdSeconds = Self.restartHold }
         let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
         state.inFlight[url.cacheKey] = InFlight(download: download, fallback: fallback)
         state.fetchedThisSession.insert(url.cacheKey)

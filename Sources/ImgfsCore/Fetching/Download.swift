@@ -142,9 +142,10 @@ public final class Download: TransferObserving, @unchecked Sendable {
     /// Calls the transfer off when nobody wants it any more: no file handle is open on it (`openHandles`), nobody
     /// waits for its size (every such request was interrupted), and less than half of its announced size has arrived
     /// (nothing at all, when no size was announced). Reads still pending then are the kernel's readahead for files
-    /// already closed. Returns whether it called the transfer off.
+    /// already closed. `beforeCancelling` runs just before the transfer is called off. Returns whether it called the
+    /// transfer off.
     @discardableResult
-    public func cancelIfAbandoned(openHandles: Int) -> Bool {
+    public func cancelIfAbandoned(openHandles: Int, beforeCancelling: () -> Void = {}) -> Bool {
         guard openHandles == 0 else { return false }
         let handle = state.withLock { state -> (any TransferHandle)? in
             switch state.phase {
@@ -156,8 +157,10 @@ public final class Download: TransferObserving, @unchecked Sendable {
             let lessThanHalf = length.map { state.received * 2 < $0 } ?? (state.received == 0)
             return lessThanHalf ? state.handle : nil
         }
-        handle?.cancel()
-        return handle != nil
+        guard let handle else { return false }
+        beforeCancelling()
+        handle.cancel()
+        return true
     }
 
     /// The response head, if it has arrived.

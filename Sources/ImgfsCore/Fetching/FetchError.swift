@@ -18,8 +18,10 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The body is not a whole representation (an unasked 206, a compressed stream that ends before its end, an
     /// unsupported Content-Encoding); the text says why.
     case incomplete(String)
-    /// Nobody wanted the bytes any more, or the filesystem is shutting down.
+    /// Nobody wanted the bytes any more.
     case cancelled
+    /// The filesystem is shutting down: every transfer under way is called off.
+    case shutDown
     /// Not cached, and the cache-only policy forbids fetching.
     case notCached
     /// The body is larger than the limit (its size when announced).
@@ -40,6 +42,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .changed(let why): "the image changed between attempts: \(why)"
         case .incomplete(let why): "incomplete body: \(why)"
         case .cancelled: "cancelled"
+        case .shutDown: "cancelled: the filesystem is shutting down"
         case .notCached: "not cached, and the policy is cache-only"
         case .tooLarge(let size?, let limit): "the image is \(size) bytes, over the limit of \(limit) (--max-size)"
         case .tooLarge(nil, let limit): "the body grew over the limit of \(limit) bytes (--max-size)"
@@ -60,6 +63,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .changed: "changed"
         case .incomplete: "incomplete"
         case .cancelled: "cancelled"
+        case .shutDown: "shutdown"
         case .notCached: "not_cached"
         case .tooLarge: "too_large"
         case .notAnImage: "not_an_image"
@@ -83,6 +87,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .httpStatus(401), .httpStatus(403): .accessDenied
         case .timedOut: .timedOut
         case .cancelled: .interrupted
+        case .shutDown: .shuttingDown
         case .tooLarge: .fileTooLarge
         case .notAnImage: .notAnImage
         case .refused: .accessDenied

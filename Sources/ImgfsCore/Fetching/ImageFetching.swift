@@ -40,6 +40,8 @@ public struct FetchRequest: Sendable, Equatable {
     public var etag: String?
     /// Sent as If-Modified-Since.
     public var lastModified: Date?
+    /// Seconds to hold the request before sending it; a cancel meanwhile stops it unsent.
+    public var holdSeconds = 0.0
 
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil) {
         self.url = url
