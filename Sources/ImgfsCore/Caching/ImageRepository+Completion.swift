@@ -12,6 +12,7 @@ extension ImageRepository {
             if fallback != nil {
                 if error.meansGone {
                     memory.remove(key)
+                    _ = queuedWrites.withLock { $0.removeValue(forKey: key) }
                     disk?.remove(key: key)
                     logger.notice("the origin says the image is gone (\(error)); dropped the cached copy", metadata: ["url": "\(url)"])
                 } else {
@@ -27,8 +28,8 @@ extension ImageRepository {
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         let decision = configuration.expiry.decide(for: head, now: now())
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else { return endFlight(key, download) }
-        let inMemory = memory.insert(CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt),
-                                     forKey: key)
+        let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt)
+        let inMemory = memory.insert(image, forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
@@ -40,12 +41,19 @@ extension ImageRepository {
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
         let queuedAt = DispatchTime.now().uptimeNanoseconds
+        // Until the write lands the queue is a tier: the memory cache may evict the body meanwhile.
+        queuedWrites.withLock { $0[key] = image }
         let large = metadata.size > configuration.diskWriteYieldSize
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
         heldWriteBytes.add(held, ordering: .relaxed)
         diskWrites.submit { [self] in
             if held > 0 { waitForTransfers(queuedAt: queuedAt) }
-            defer { heldWriteBytes.subtract(held, ordering: .relaxed) }
+            defer {
+                heldWriteBytes.subtract(held, ordering: .relaxed)
+                queuedWrites.withLock { writes in
+                    if writes[key]?.bytes === bytes { writes[key] = nil }
+                }
+            }
             // A large body waits for a pause in the requests, with no transfer running, before each step of its
             // checksum and write, not only before the first: readers that come back while it is being written get
             // the machine back within a step.

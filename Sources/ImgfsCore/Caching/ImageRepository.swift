@@ -90,6 +90,9 @@ public final class ImageRepository: @unchecked Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     private let state = Locked(State())
+    /// Bodies whose disk write is queued, by key, until the write has landed (or failed): a tier between memory and
+    /// disk, so a body the memory cache evicted meanwhile is still found.
+    let queuedWrites = Locked<[String: CachedImage]>([:])
     /// When each URL's transfer was last called off because nobody wanted it (kept for ``abandonedGrace``).
     private let abandoned = Locked<[String: ContinuousClock.Instant]>([:])
     /// How long after a transfer was called off a lookup does not start it again.
@@ -236,6 +239,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// Drops `url` from both caches and forgets its failures (`rm` of the file).
     public func evict(_ url: ImageURL) {
         memory.remove(url.cacheKey)
+        _ = queuedWrites.withLock { $0.removeValue(forKey: url.cacheKey) }
         disk?.remove(key: url.cacheKey)
         state.withLock { $0.failures[url.cacheKey] = nil }
         logger.info("evicted", metadata: ["url": "\(url.withoutFragment)"])
@@ -481,6 +485,7 @@ public final class ImageRepository: @unchecked Sendable {
 
     private func cachedSource(_ key: String, counting: Bool) -> Source? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        if let image = queuedWrites.withLock({ $0[key] }) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
     }
 
