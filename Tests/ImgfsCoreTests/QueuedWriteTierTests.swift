@@ -48,5 +48,6 @@ struct QueuedWriteTierTests {
         #expect(fetcher.transfers.count == 2, "fetched again after rm")
         fetcher.fail(1, .cancelled)
         repository.flushDiskWrites()
+        #expect(disk.record(forKey: first.cacheKey) == nil, "the queued write was called off by rm")
     }
 }

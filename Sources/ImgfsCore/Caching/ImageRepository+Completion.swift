@@ -58,6 +58,8 @@ extension ImageRepository {
             // checksum and write, not only before the first: readers that come back while it is being written get
             // the machine back within a step.
             let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
+            // Removed from the queue meanwhile (rm, a 404, a newer body): this write is called off.
+            guard queuedWrites.withLock({ $0[key]?.bytes === bytes }) else { return endFlight(key, download) }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in
                     if pieces.count == 1 {
