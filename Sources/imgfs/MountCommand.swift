@@ -73,13 +73,21 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
             passthrough.isUsable
         }
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: try cache.memoryBudget()),
+        let memoryCache = MemoryCache(budget: try cache.memoryBudget())
+        let repository = ImageRepository(fetcher: fetcher, memory: memoryCache,
                                          disk: try openDiskCache(in: cacheDirectory, logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
-        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
+        // The memory cgroup's limit caps the cache's budget (an eighth of it: transfers, queued disk writes, readers'
+        // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
+        let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
+            let budget = memoryCache.limit(to: limit.map { $0 / 8 })
+            logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(limit == nil ? "" : " (an eighth of the memory cgroup limit)")")
+        }
+        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), cgroupWatch,
+                                                  PurgeSignal.source])
         pressure.start { reason in
             repository.purgeMemory(reason: reason)
             Allocator.trim()

@@ -37,6 +37,13 @@ extension ImageRepository {
             disk?.remove(key: key)
             return endFlight(key, download)
         }
+        // The queue holds its bodies in memory: beyond the memory cache's budget (the disk cannot keep up with the
+        // network), a body is not written; it is fetched again when next needed, if it has left memory by then.
+        let queued = queuedWriteBytes.load(ordering: .relaxed)
+        guard queued == 0 || queued + metadata.size <= memory.budget else {
+            countSkippedDiskWrite()
+            return endFlight(key, download)
+        }
         let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
                                  etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: now())
@@ -46,10 +53,12 @@ extension ImageRepository {
         let large = metadata.size > configuration.diskWriteYieldSize
         let held = large || configuration.diskWriteHoldLimit <= 0 ? 0 : metadata.size
         heldWriteBytes.add(held, ordering: .relaxed)
+        queuedWriteBytes.add(metadata.size, ordering: .relaxed)
         diskWrites.submit { [self] in
             if held > 0 { waitForTransfers(queuedAt: queuedAt) }
             defer {
                 heldWriteBytes.subtract(held, ordering: .relaxed)
+                queuedWriteBytes.subtract(metadata.size, ordering: .relaxed)
                 queuedWrites.withLock { writes in
                     if writes[key]?.bytes === bytes { writes[key] = nil }
                 }
@@ -202,4 +211,5 @@ extension ImageRepository {
     func countStaleServed() { withState { $0.counters.staleServed += 1 } }
     func countNotModified() { withState { $0.counters.notModified += 1 } }
     func countDiskHit() { withState { $0.counters.diskHits += 1 } }
+    func countSkippedDiskWrite() { withState { $0.counters.diskWritesSkipped += 1 } }
 }

@@ -107,6 +107,11 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``waitForTransfers(queuedAt:)``.
     let activeTransfers = Atomic<Int>(0)
     let heldWriteBytes = Atomic<Int>(0)
+    /// Bytes of all bodies whose disk write is queued: held in memory until written, so beyond the memory cache's
+    /// budget the writes stop waiting for a quiet moment.
+    let queuedWriteBytes = Atomic<Int>(0)
+    /// Until this uptime (ns), queued writes do not wait: set by a purge, so memory held for them is freed soon.
+    let hurryWritesUntil = Atomic<UInt64>(0)
     /// Set during ``flushDiskWrites()``: queued writes stop waiting.
     let flushing = Atomic<Bool>(false)
     private let contentChangeHandler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
@@ -280,7 +285,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// ``Configuration/diskWriteMaxDelay`` after `queuedAt` or until a flush begins.
     private func waitWhileBusy(queuedAt: UInt64, _ busy: () -> UInt64?) {
         let deadline = queuedAt &+ UInt64(max(0, configuration.diskWriteMaxDelay) * 1e9)
-        while !flushing.load(ordering: .relaxed), let pause = busy() {
+        while !flushing.load(ordering: .relaxed), !mustHurryWrites, let pause = busy() {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else { return }
             Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)
@@ -295,9 +300,17 @@ public final class ImageRepository: @unchecked Sendable {
         flushing.store(false, ordering: .relaxed)
     }
 
-    /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
+    /// Whether queued disk writes must go now: they hold more than the memory cache's budget, or a purge asked.
+    private var mustHurryWrites: Bool {
+        queuedWriteBytes.load(ordering: .relaxed) > memory.budget
+            || DispatchTime.now().uptimeNanoseconds < hurryWritesUntil.load(ordering: .relaxed)
+    }
+
+    /// Empties the memory cache (a memory-pressure purge) and makes queued disk writes go at once (for the next 2 s),
+    /// so the bodies they hold are freed; returns the bytes freed from the cache.
     @discardableResult
     public func purgeMemory(reason: String) -> Int {
+        hurryWritesUntil.store(DispatchTime.now().uptimeNanoseconds + 2_000_000_000, ordering: .relaxed)
         let freed = memory.purge()
         logger.notice("memory purged (\(reason)): \(Quantity.describe(bytes: freed)) freed from the memory cache")
         return freed

@@ -1,0 +1,76 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Issue 14, item 6: a daemon in a memory cgroup (v1 here: this machine runs hybrid cgroups with the memory controller
+/// on v1) shrinks its caches before the kernel's OOM killer stops it.
+/// The test process's own cgroup v1 memory group.
+enum CgroupV1 {
+    /// Its directory, where a child group may be made; nil without a writable v1 memory controller.
+    static var ownMemoryGroup: String? {
+        guard let text = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[1].split(separator: ",").contains("memory") else { continue }
+            let directory = "/sys/fs/cgroup/memory" + (fields[2] == "/" ? "" : String(fields[2]))
+            return FileManager.default.isWritableFile(atPath: directory) ? directory : nil
+        }
+        return nil
+    }
+}
+
+@Suite("Memory cgroup", .serialized, .enabled(if: FuseAvailability.available && CgroupV1.ownMemoryGroup != nil))
+struct MemoryCgroupTests {
+    /// A distinct JPEG per index: a comment segment with the index right after the start-of-image marker.
+    static func variant(_ index: Int, of image: [UInt8]) -> [UInt8] {
+        var stamp = Array("imgfs-\(index)".utf8)
+        stamp += [UInt8](repeating: 0x20, count: 14 - stamp.count)
+        return [0xFF, 0xD8, 0xFF, 0xFE, 0x00, 0x10] + stamp + image[2...]
+    }
+
+    @Test("in a 150 MiB v1 memory cgroup, 500 MB of distinct images are read whole: no OOM kill, the mount works")
+    func readsThroughACgroupLimit() throws {
+        let parent = try #require(CgroupV1.ownMemoryGroup)
+        let group = "\(parent)/imgfs-test-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
+        defer {
+            // The group can go once the daemon has exited (it is stopped first, below).
+            let deadline = Date().addingTimeInterval(10)
+            while rmdir(group) != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        try "150M".write(toFile: group + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)
+        let image = try Fixtures.largeJPEG()
+        let count = (500 << 20) / image.count + 1
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route(prefix: "/large") { request in
+            let index = Int(request.path.dropFirst(6).prefix { $0.isNumber }) ?? 0
+            return .ok(Self.variant(index, of: image), contentType: "image/jpeg")
+        }
+        let mount = try MountedImgfs()
+        defer { mount.stop() }
+        try "\(mount.process.pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
+        #expect(mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
+                "the daemon noticed its cgroup's limit")
+        let readers = 4
+        let wrong = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        for reader in 0..<readers {
+            Thread.detachNewThread {
+                for index in stride(from: reader, to: count, by: readers) {
+                    let read = PosixFile.read(mount.path(origin.baseURL + "/large\(index).jpg"))
+                    if read != .success(Self.variant(index, of: image)) { wrong.withLock { $0.append(index) } }
+                }
+                done.signal()
+            }
+        }
+        for _ in 0..<readers { #expect(done.wait(timeout: .now() + 300) == .success) }
+        #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
+        #expect(mount.process.isRunning, "not OOM-killed")
+        #expect(PosixFile.read(mount.path(origin.baseURL + "/large0.jpg")) == .success(Self.variant(0, of: image)))
+        let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
+        #expect(failures.contains("oom_kill 0"), "the kernel killed nothing in the group: \(failures)")
+    }
+}
