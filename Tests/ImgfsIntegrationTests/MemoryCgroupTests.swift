@@ -73,4 +73,51 @@ struct MemoryCgroupTests {
         let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
         #expect(failures.contains("oom_kill 0"), "the kernel killed nothing in the group: \(failures)")
     }
+
+    /// The resident set of process `pid` (heap, mapped files and memfd bodies), in bytes.
+    static func residentBytes(_ pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return (line?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
+    }
+
+    @Test("with --memory-limit 16M and no cgroup, 300 MB of distinct images keep the daemon's RSS within 160 MiB")
+    func residentSetFollowsTheBudget() throws {
+        let image = try Fixtures.largeJPEG()
+        let count = (300 << 20) / image.count + 1
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route(prefix: "/large") { request in
+            let index = Int(request.path.dropFirst(6).prefix { $0.isNumber }) ?? 0
+            return .ok(Self.variant(index, of: image), contentType: "image/jpeg")
+        }
+        let mount = try MountedImgfs(arguments: ["--memory-limit", "16M"])
+        defer { mount.stop() }
+        let peak = Locked(0)
+        let reading = Locked(true)
+        Thread.detachNewThread {
+            while reading.withLock({ $0 }) {
+                let rss = Self.residentBytes(mount.process.pid)
+                peak.withLock { $0 = max($0, rss) }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+        let readers = 4
+        let wrong = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        for reader in 0..<readers {
+            Thread.detachNewThread {
+                for index in stride(from: reader, to: count, by: readers) {
+                    let read = PosixFile.read(mount.path(origin.baseURL + "/large\(index).jpg"))
+                    if read != .success(Self.variant(index, of: image)) { wrong.withLock { $0.append(index) } }
+                }
+                done.signal()
+            }
+        }
+        for _ in 0..<readers { #expect(done.wait(timeout: .now() + 300) == .success) }
+        reading.withLock { $0 = false }
+        #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
+        // 16 MiB of cache, at most as much queued for the disk, four transfers of 6.7 MB, and the daemon itself.
+        #expect(peak.withLock { $0 } < 160 << 20, "peak RSS \(peak.withLock { $0 } >> 20) MiB")
+    }
 }
