@@ -164,7 +164,8 @@ final class CurlTransfer: @unchecked Sendable {
             deliveredHead = head
             delivered = 0
             // A retry that could not resume: the observer takes the new body from byte 0 without mixing.
-            observerStopped = !(restart ? observer.transferDidRestart(head: head) : observer.transferDidReceive(head: head))
+            let accepted = restart ? observer.transferDidRestart(head: head) : observer.transferDidReceive(head: head)
+            observerStopped = !accepted
             return !observerStopped
         default:
             rejectedStatus = head.status
@@ -175,7 +176,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// A 206 is taken only as the continuation this attempt asked for: its Content-Range starts where the body broke
     /// and has the total the first answer announced.
     private func continuesBody() -> Bool {
-        let range = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" } ?? "none"
+        let range = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" }
+            ?? "none"
         guard let resumeFrom else {
             failure = .incomplete("HTTP 206 Partial Content (Content-Range \(range)) to a request for the whole image")
             return false

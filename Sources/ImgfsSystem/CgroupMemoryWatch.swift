@@ -64,14 +64,17 @@ public final class CgroupMemoryWatch: MemoryPressureSource, @unchecked Sendable 
             if reading?.limit != limitInForce {
                 limitInForce = reading?.limit
                 if let reading {
-                    logger.notice("memory cgroup v\(reading.version) \(reading.path): limit \(MemorySnapshot.mebibytes(reading.limit)); watching its usage")
+                    let limit = MemorySnapshot.mebibytes(reading.limit)
+                    let group = "memory cgroup v\(reading.version) \(reading.path)"
+                    logger.notice("\(group): limit \(limit); watching its usage")
                 }
                 onLimit(limitInForce)
             }
             var reason: String?
             if let reading, Double(reading.workingSet) > Double(reading.limit) * usageFraction {
-                reason = "memory cgroup v\(reading.version) working set \(MemorySnapshot.mebibytes(reading.workingSet)) "
-                    + "above \(Int(usageFraction * 100)) % of its limit \(MemorySnapshot.mebibytes(reading.limit))"
+                let used = MemorySnapshot.mebibytes(reading.workingSet), limit = MemorySnapshot.mebibytes(reading.limit)
+                reason = "memory cgroup v\(reading.version) working set \(used) above \(Int(usageFraction * 100)) % "
+                    + "of its limit \(limit)"
             }
             if let reason = edge.record(reason), !stopped.load(ordering: .relaxed) { onPressure(reason) }
             var wake = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)

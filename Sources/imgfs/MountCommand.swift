@@ -84,7 +84,8 @@ struct MountCommand: ParsableCommand {
         // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
         let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
             let budget = memoryCache.limit(to: limit.map { $0 / 8 })
-            logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(limit == nil ? "" : " (an eighth of the memory cgroup limit)")")
+            let why = limit == nil ? "" : " (an eighth of the memory cgroup limit)"
+            logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(why)")
         }
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), cgroupWatch,
                                                   PurgeSignal.source])

@@ -32,7 +32,9 @@ struct DownloadRestartTests {
         for (second, whole) in [([1, 2, 3, 4, 5, 6, 7, 8] as [UInt8], true), ([1, 2, 7, 4, 5, 6, 7, 8], false)] {
             let download = started([1, 2, 3, 4])
             let read = Locked<[UInt8]>([])
-            download.read(offset: 0, count: 2) { result in read.withLock { $0 = (try? result.get())?.bytes.copyBytes(offset: 0, count: 2) ?? [] } }
+            download.read(offset: 0, count: 2) { result in
+                read.withLock { $0 = (try? result.get())?.bytes.copyBytes(offset: 0, count: 2) ?? [] }
+            }
             #expect(read.withLock { $0 } == [1, 2])
             #expect(download.transferDidRestart(head: ResponseHead(status: 200, contentLength: 8)))
             _ = receive(download, Array(second[..<3]))

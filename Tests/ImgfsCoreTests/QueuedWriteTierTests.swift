@@ -11,7 +11,7 @@ struct QueuedWriteTierTests {
     let first = try! ImageURL("http://127.0.0.1/first.png")
     let second = try! ImageURL("http://127.0.0.1/second.png")
 
-    /// A memory cache with room for one 4-byte body, and disk writes that wait up to 2 s (a large body waits for quiet).
+    /// A memory cache with room for one 4-byte body, and disk writes that wait up to 2 s (large bodies wait for quiet).
     func repository() -> ImageRepository {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
@@ -31,7 +31,9 @@ struct QueuedWriteTierTests {
         fetcher.respond(1, body: [5, 6, 7, 8])
         #expect(disk.record(forKey: first.cacheKey) == nil, "the write of the first body is still queued")
         let read = Replies<[UInt8]>()
-        repository.read(first, offset: 0, count: 4) { read.record((try? $0.get())?.bytes.copyBytes(offset: 0, count: 4) ?? []) }
+        repository.read(first, offset: 0, count: 4) {
+            read.record((try? $0.get())?.bytes.copyBytes(offset: 0, count: 4) ?? [])
+        }
         #expect(fetcher.transfers.count == 2, "no second transfer of the first URL")
         #expect(read.all == [[1, 2, 3, 4]])
         repository.flushDiskWrites()

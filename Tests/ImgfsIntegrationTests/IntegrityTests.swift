@@ -61,7 +61,8 @@ struct IntegrityTests {
         let image = try Fixtures.mediumJPEG()
         let path = "/usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg"
         let gzip = try ChildProcess.run("/bin/sh", ["-c", "gzip -c \(path) | base64 -w0"])
-        let compressed = [UInt8](Data(base64Encoded: gzip.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? Data())
+        let encoded = gzip.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let compressed = [UInt8](Data(base64Encoded: encoded) ?? Data())
         #expect(compressed.count > 1000)
         var whole = OriginResponse.ok(compressed, contentType: "image/jpeg")
         whole.headers.append(("Content-Encoding", "gzip"))

@@ -30,6 +30,33 @@ struct MemoryCgroupTests {
         return [0xFF, 0xD8, 0xFF, 0xFE, 0x00, 0x10] + stamp + image[2...]
     }
 
+    /// Answers `/large<N>.jpg` with variant N of `image`.
+    static func serveVariants(of image: [UInt8], on origin: TestOrigin) {
+        origin.route(prefix: "/large") { request in
+            let index = Int(request.path.dropFirst(6).prefix { $0.isNumber }) ?? 0
+            return .ok(variant(index, of: image), contentType: "image/jpeg")
+        }
+    }
+
+    /// Reads variants 0 ..< `count` through `mount` with four reader threads; returns the indices read wrong.
+    static func readVariants(_ count: Int, of image: [UInt8], through mount: MountedImgfs,
+                             from origin: TestOrigin) -> [Int] {
+        let readers = 4
+        let wrong = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        for reader in 0..<readers {
+            Thread.detachNewThread {
+                for index in stride(from: reader, to: count, by: readers) {
+                    let read = PosixFile.read(mount.path(origin.baseURL + "/large\(index).jpg"))
+                    if read != .success(variant(index, of: image)) { wrong.withLock { $0.append(index) } }
+                }
+                done.signal()
+            }
+        }
+        for _ in 0..<readers { #expect(done.wait(timeout: .now() + 300) == .success) }
+        return wrong.withLock { $0 }
+    }
+
     @Test("in a 150 MiB v1 memory cgroup, 500 MB of distinct images are read whole: no OOM kill, the mount works")
     func readsThroughACgroupLimit() throws {
         let parent = try #require(CgroupV1.ownMemoryGroup)
@@ -45,29 +72,14 @@ struct MemoryCgroupTests {
         let count = (500 << 20) / image.count + 1
         let origin = try TestOrigin()
         defer { origin.stop() }
-        origin.route(prefix: "/large") { request in
-            let index = Int(request.path.dropFirst(6).prefix { $0.isNumber }) ?? 0
-            return .ok(Self.variant(index, of: image), contentType: "image/jpeg")
-        }
+        Self.serveVariants(of: image, on: origin)
         let mount = try MountedImgfs()
         defer { mount.stop() }
         try "\(mount.process.pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
         #expect(mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
                 "the daemon noticed its cgroup's limit")
-        let readers = 4
-        let wrong = Locked<[Int]>([])
-        let done = DispatchSemaphore(value: 0)
-        for reader in 0..<readers {
-            Thread.detachNewThread {
-                for index in stride(from: reader, to: count, by: readers) {
-                    let read = PosixFile.read(mount.path(origin.baseURL + "/large\(index).jpg"))
-                    if read != .success(Self.variant(index, of: image)) { wrong.withLock { $0.append(index) } }
-                }
-                done.signal()
-            }
-        }
-        for _ in 0..<readers { #expect(done.wait(timeout: .now() + 300) == .success) }
-        #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
+        let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
+        #expect(wrong.isEmpty, "every byte right: \(wrong)")
         #expect(mount.process.isRunning, "not OOM-killed")
         #expect(PosixFile.read(mount.path(origin.baseURL + "/large0.jpg")) == .success(Self.variant(0, of: image)))
         let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
@@ -87,10 +99,7 @@ struct MemoryCgroupTests {
         let count = (300 << 20) / image.count + 1
         let origin = try TestOrigin()
         defer { origin.stop() }
-        origin.route(prefix: "/large") { request in
-            let index = Int(request.path.dropFirst(6).prefix { $0.isNumber }) ?? 0
-            return .ok(Self.variant(index, of: image), contentType: "image/jpeg")
-        }
+        Self.serveVariants(of: image, on: origin)
         let mount = try MountedImgfs(arguments: ["--memory-limit", "16M"])
         defer { mount.stop() }
         let peak = Locked(0)
@@ -102,21 +111,9 @@ struct MemoryCgroupTests {
                 Thread.sleep(forTimeInterval: 0.01)
             }
         }
-        let readers = 4
-        let wrong = Locked<[Int]>([])
-        let done = DispatchSemaphore(value: 0)
-        for reader in 0..<readers {
-            Thread.detachNewThread {
-                for index in stride(from: reader, to: count, by: readers) {
-                    let read = PosixFile.read(mount.path(origin.baseURL + "/large\(index).jpg"))
-                    if read != .success(Self.variant(index, of: image)) { wrong.withLock { $0.append(index) } }
-                }
-                done.signal()
-            }
-        }
-        for _ in 0..<readers { #expect(done.wait(timeout: .now() + 300) == .success) }
+        let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
         reading.withLock { $0 = false }
-        #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
+        #expect(wrong.isEmpty, "every byte right: \(wrong)")
         // 16 MiB of cache, at most as much queued for the disk, four transfers of 6.7 MB, and the daemon itself.
         #expect(peak.withLock { $0 } < 160 << 20, "peak RSS \(peak.withLock { $0 } >> 20) MiB")
     }

@@ -13,7 +13,9 @@ struct OneFetchTests {
         let origin = try TestOrigin()
         defer { origin.stop() }
         let images = try Fixtures.smallPNGs(300)
-        for (index, body) in images.enumerated() { origin.route("/icon\(index).png", .ok(body, contentType: "image/png")) }
+        for (index, body) in images.enumerated() {
+            origin.route("/icon\(index).png", .ok(body, contentType: "image/png"))
+        }
         let mount = try MountedImgfs(arguments: ["--memory-limit", "64K"])
         defer { mount.stop() }
         let readers = 6

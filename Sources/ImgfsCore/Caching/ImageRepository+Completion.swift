@@ -37,10 +37,10 @@ extension ImageRepository {
             disk?.remove(key: key)
             return endFlight(key, download)
         }
-        // The queue holds its bodies in memory: beyond the memory cache's budget (the disk cannot keep up with the
-        // network), a body is not written; it is fetched again when next needed, if it has left memory by then.
+        // The queue holds its bodies in memory: beyond its bound (the disk cannot keep up with the network), a body
+        // is not written; it is fetched again when next needed, if it has left memory by then.
         let queued = queuedWriteBytes.load(ordering: .relaxed)
-        guard queued == 0 || queued + metadata.size <= memory.budget else {
+        guard queued == 0 || queued + metadata.size <= writeQueueBound else {
             countSkippedDiskWrite()
             return endFlight(key, download)
         }
@@ -67,7 +67,9 @@ extension ImageRepository {
             // checksum and write, not only before the first: readers that come back while it is being written get
             // the machine back within a step.
             let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
-            // Removed from the queue meanwhile (rm, a 404, a newer body): this write is called off.
+            // Removed from the queue meanwhile (rm, a 404, a newer body): this write is called off. (A large body waits
+            // for its first quiet moment before this check.)
+            pace()
             guard queuedWrites.withLock({ $0[key]?.bytes === bytes }) else { return endFlight(key, download) }
             do {
                 try bytes.withSegments(offset: 0, count: metadata.size) { pieces in

@@ -94,7 +94,7 @@ public final class ImageRepository: @unchecked Sendable {
     /// disk, so a body the memory cache evicted meanwhile is still found.
     let queuedWrites = Locked<[String: CachedImage]>([:])
     /// When each URL's transfer was last called off because nobody wanted it (kept for ``abandonedGrace``).
-    private let abandoned = Locked<[String: ContinuousClock.Instant]>([:])
+    let abandoned = Locked<[String: ContinuousClock.Instant]>([:])
     /// How long after a transfer was called off a lookup does not start it again.
     static let abandonedGrace = Duration.seconds(1)
     /// Seconds a transfer started within ``abandonedGrace`` is held before it is sent.
@@ -182,7 +182,9 @@ public final class ImageRepository: @unchecked Sendable {
     /// come from the same source.
     public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
                                 reply: @escaping @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void) {
-        resolve(url, refresh: refresh, interest: interest) { result in Self.answer(result, interest: interest, reply: reply) }
+        resolve(url, refresh: refresh, interest: interest) { result in
+            Self.answer(result, interest: interest, reply: reply)
+        }
     }
 
     /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
@@ -219,26 +221,9 @@ public final class ImageRepository: @unchecked Sendable {
     /// wants it any more and less than half of it has arrived (``Download/cancelIfAbandoned(openHandles:)``).
     public func readerGaveUp(_ url: ImageURL, openHandles: Int) {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
-              download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { markAbandoned(url) }) else { return }
+              download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { markAbandoned(url) })
+        else { return }
         logger.info("transfer cancelled: nobody wants it any more and less than half had arrived", metadata: ["url": "\(url)"])
-    }
-
-    /// Remembers that `url`'s transfer is being called off (before it is, so no lookup can come in between).
-    private func markAbandoned(_ url: ImageURL) {
-        let now = ContinuousClock.now
-        abandoned.withLock { table in
-            table = table.filter { now - $0.value < Self.abandonedGrace }
-            table[url.cacheKey] = now
-        }
-    }
-
-    /// Whether `key`'s transfer was called off less than ``abandonedGrace`` ago. Readers interrupted together make the
-    /// kernel send more requests for the name as they die (processes that waited behind the lookup interrupted first
-    /// try it again, and some get their request out before the signal stops them): a transfer such a request starts
-    /// is held back briefly (``restartHold``), so the interrupt that follows calls it off unsent.
-    func _abandonedRecently(_ key: String) -> Bool {
-        guard let when = abandoned.withLock({ $0[key] }) else { return false }
-        return ContinuousClock.now - when < Self.abandonedGrace
     }
 
     /// Drops `url` from both caches and forgets its failures (`rm` of the file).
@@ -298,12 +283,6 @@ public final class ImageRepository: @unchecked Sendable {
         flushing.store(true, ordering: .relaxed)
         diskWrites.drain()
         flushing.store(false, ordering: .relaxed)
-    }
-
-    /// Whether queued disk writes must go now: they hold more than the memory cache's budget, or a purge asked.
-    private var mustHurryWrites: Bool {
-        queuedWriteBytes.load(ordering: .relaxed) > memory.budget
-            || DispatchTime.now().uptimeNanoseconds < hurryWritesUntil.load(ordering: .relaxed)
     }
 
     /// Empties the memory cache (a memory-pressure purge) and makes queued disk writes go at once (for the next 2 s),
