@@ -13,7 +13,7 @@ import Synchronization
 /// per `minimumInterval`, when the group's working set (usage minus its inactive file pages, which the kernel
 /// reclaims before it kills) passes `usageFraction` of the limit. Calls come only from the watch's own thread, one at
 /// a time; `stop` wakes and joins it, and no call is made after it returns.
-public final class CgroupMemoryWatch: MemoryPressureSource, @unchecked Sendable {
+public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
     /// One reading of the own memory cgroup.
     struct Reading: Equatable {
         var version: Int
