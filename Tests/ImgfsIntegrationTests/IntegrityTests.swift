@@ -187,6 +187,34 @@ struct IntegrityTests {
         #expect(try cacheOnlyReads(cache, [url]) == [.success(image)])
     }
 
+    @Test("a 206 that does not continue where the body broke (another start, another total) is EIO, nothing kept")
+    func mismatchedContinuation() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.mediumJPEG()
+        let headers = [("Content-Type", "image/jpeg"), ("ETag", "\"v1\"")]
+        for (path, start) in [("/from-zero.jpg", 0), ("/too-far.jpg", image.count / 2 + 10)] {
+            let counter = Counter()
+            origin.route(prefix: path) { _ in
+                if counter.next() == 1 {
+                    var response = OriginResponse(status: 200, headers: headers, body: image)
+                    response.truncateAfter = image.count / 2
+                    return response
+                }
+                return .partial(image, from: start, headers: headers)
+            }
+        }
+        let urls = ["/from-zero.jpg", "/too-far.jpg"].map { origin.baseURL + $0 }
+        let cache = SharedCache()
+        do {
+            let mount = try MountedImgfs(cacheDirectory: cache.path)
+            defer { mount.stop() }
+            for url in urls { #expect(PosixFile.read(mount.path(url)) == .failure(Errno(EIO)), "\(url)") }
+            #expect(mount.log.contains("the answer to Range bytes="))
+        }
+        #expect(try cacheOnlyReads(cache, urls) == [.failure(Errno(ENOENT)), .failure(Errno(ENOENT))])
+    }
+
     @Test("--allow-host holds for redirects with userinfo or a URL over 8 KiB: refused before any request")
     func redirectsThatCannotBeParsed() throws {
         let origin = try TestOrigin()
