@@ -34,17 +34,6 @@ struct MemoryCacheTests {
         #expect(held.bytes.copyBytes() == [UInt8](repeating: 1, count: 1000))
         #expect(cache.counters.purges == 1)
     }
-
-    @Test("a memory limit lowers the budget at once (never above the configured one); nil restores it")
-    func limitedBudget() {
-        let cache = MemoryCache(budget: 1000)
-        for index in 0..<3 { cache.insert(image("\(index)", size: 300), forKey: "\(index)") }
-        #expect(cache.limit(to: 400) == 400)
-        #expect(cache.keys == ["2"] && cache.totalBytes == 300, "the least recently used went at once")
-        #expect(!cache.insert(image("big", size: 500), forKey: "big"))
-        #expect(cache.limit(to: 5000) == 1000, "never above the configured budget")
-        #expect(cache.limit(to: nil) == 1000 && cache.budget == 1000)
-    }
 }
 
 @Suite("Expiry policy")
