@@ -29,7 +29,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "CCurlShims", dependencies: ["CCurl"]),
+        // Links zlib and libbrotlidec (Debian zlib1g-dev, libbrotli-dev) for its Content-Encoding decoders.
+        .target(name: "CCurlShims", dependencies: ["CCurl"],
+                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("brotlidec")]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "CVipsShims", dependencies: ["CVips"]),

@@ -1,4 +1,7 @@
 #include "CCurlShims.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 CURLcode imgfs_easy_setopt_long(CURL *easy, CURLoption option, long value) {
@@ -58,4 +61,38 @@ int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
 
 curl_socket_t imgfs_open_socket(struct curl_sockaddr *address) {
     return socket(address->family, address->socktype, address->protocol);
+}
+
+CURLcode imgfs_easy_setopt_opensocket(CURL *easy, imgfs_curl_opensocket_callback callback, void *context) {
+    CURLcode result = curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+    if (result != CURLE_OK) return result;
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, context);
+}
+
+int imgfs_sockaddr_text(const struct curl_sockaddr *address, char *buffer, size_t size) {
+    const void *bytes;
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        bytes = &((const struct sockaddr_in *)&address->addr)->sin_addr;
+    } else if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        bytes = &((const struct sockaddr_in6 *)&address->addr)->sin6_addr;
+    } else {
+        return -1;
+    }
+    return inet_ntop(address->family, bytes, buffer, (socklen_t)size) ? 0 : -1;
+}
+
+int imgfs_url_host(const char *url, char *buffer, size_t size) {
+    CURLU *handle = curl_url();
+    if (!handle) return -1;
+    char *host = NULL;
+    int result = -1;
+    if (curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl_url_get(handle, CURLUPART_HOST, &host, CURLU_URLDECODE) == CURLUE_OK && host
+        && strlen(host) < size) {
+        strcpy(buffer, host);
+        result = 0;
+    }
+    curl_free(host);
+    curl_url_cleanup(handle);
+    return result;
 }

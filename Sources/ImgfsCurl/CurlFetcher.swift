@@ -11,7 +11,7 @@ import Logging
 /// FIFO (without blocking other hosts); connections are reused and HTTP/2 is used where offered; transient failures
 /// are retried with exponential backoff and jitter (honouring Retry-After up to a bound) without the observer seeing
 /// anything twice; a URL the address policy refuses is never requested; every started transfer completes exactly once,
-/// with ``FetchError/cancelled`` when cancelled or shut down; callers never block.
+/// with ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private struct Inbox {
         var submitted: [CurlTransfer] = []
@@ -65,11 +65,12 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             if !inbox.stopping { inbox.submitted.append(transfer) }
             return !inbox.stopping
         }
-        if accepted { curl_multi_wakeup(multi) } else { transfer.complete(error: .cancelled) }
+        if accepted { curl_multi_wakeup(multi) } else { transfer.complete(error: .shutDown) }
         return CurlTransferHandle(fetcher: self, id: id)
     }
 
-    /// Cancels every transfer, stops the thread and waits for it. Later transfers complete as cancelled at once.
+    /// Cancels every transfer (``FetchError/shutDown``), stops the thread and waits for it. Later transfers complete
+    /// the same way at once.
     public func shutdown() {
         let first = inbox.withLock { inbox in
             defer { inbox.stopping = true }
@@ -96,7 +97,14 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 return (inbox.submitted, inbox.cancelled, inbox.stopping)
             }
             if stopping { break }
-            for transfer in submitted { queue.enqueue(transfer, host: transfer.url.hostKey) }
+            for transfer in submitted {
+                let hold = transfer.request.holdSeconds
+                if hold > 0 {
+                    delayed.append((.now + .milliseconds(Int(hold * 1000)), transfer))
+                } else {
+                    queue.enqueue(transfer, host: transfer.url.hostKey)
+                }
+            }
             cancelled.forEach(cancelNow)
             enqueueDueRetries()
             admitWaiting()
@@ -169,17 +177,17 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private func tearDown() {
         for (easy, entry) in active {
             curl_multi_remove_handle(multi, easy)
-            entry.transfer.complete(error: .cancelled)
+            entry.transfer.complete(error: .shutDown)
         }
         active.removeAll()
-        queue.removeAllWaiting().forEach { $0.complete(error: .cancelled) }
-        delayed.forEach { $0.transfer.complete(error: .cancelled) }
+        queue.removeAllWaiting().forEach { $0.complete(error: .shutDown) }
+        delayed.forEach { $0.transfer.complete(error: .shutDown) }
         delayed.removeAll()
         let late = inbox.withLock { inbox in
             defer { inbox.submitted.removeAll() }
             return inbox.submitted
         }
-        late.forEach { $0.complete(error: .cancelled) }
+        late.forEach { $0.complete(error: .shutDown) }
         curl_multi_cleanup(multi)
     }
 }

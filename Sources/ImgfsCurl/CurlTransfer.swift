@@ -6,10 +6,14 @@ import ImgfsCore
 /// One attempt of one transfer: a libcurl easy handle and what it has seen. Lives on the fetcher's thread only.
 ///
 /// Guarantees: across all attempts of a transfer the observer sees the head of the final 2xx (or 304) response once,
-/// before any body byte, and the body bytes once each, in order (a retry skips the bytes an earlier attempt delivered,
-/// after checking the image did not change); and exactly one completion. A final non-2xx response is aborted at its
-/// header. Every request, redirects included, is checked against the address policy after connecting and before
-/// anything is sent.
+/// before any body byte, then the body bytes in order, and exactly one completion. A retry resumes where the body
+/// broke only with a `Range` request whose `If-Range` carries the first answer's strong validator (ETag, else
+/// Last-Modified) and whose 206 continues exactly there; any other answer is a new whole body, handed over with
+/// ``TransferObserving/transferDidRestart(head:)`` from byte 0 (never spliced). A 206 imgfs did not ask for, a body
+/// short of its Content-Length (or the Content-Range total), and a compressed stream that did not reach its end are
+/// failures. A final non-2xx response is aborted at its header. Every address is checked against the policy before
+/// a socket is opened to it, and every request, redirects included, after connecting and before anything is sent;
+/// a URL whose host cannot be read is refused when the policy restricts hosts.
 final class CurlTransfer: @unchecked Sendable {
     /// The same for every attempt of one transfer (what cancellation names).
     let id: Int
@@ -19,27 +23,32 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     /// 0 for the first attempt.
     let attempt: Int
-    private let configuration: FetcherConfiguration
+    let configuration: FetcherConfiguration
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    private var rules: CurlRequestRules?
+    /// The request rules in force for this attempt (headers per host, cookies, proxy).
+    var rules: CurlRequestRules?
     private var head = ResponseHead(status: 0)
     private var sawLocation = false
     private var retryAfter: Double?
     private var rejectedStatus: Int?
-    private var refusal: String?
+    /// Why the address policy refused this transfer (set by the policy checks in CurlTransfer+Policy).
+    var refusal: String?
     /// The numeric address of the last request's connection (from the prereq callback).
-    private var connectedAddress: String?
+    var connectedAddress: String?
     /// The URL handed to curl.
-    private lazy var requestedURL = url.requestString
+    private(set) lazy var requestedURL = url.requestString
     private var observerStopped = false
-    private var changedBetweenAttempts = false
+    /// Why the answer cannot be taken (an unasked or mismatched 206, an undecodable body, a changed image).
+    private var failure: FetchError?
     private var completed = false
     /// The head delivered by this or an earlier attempt.
     private(set) var deliveredHead: ResponseHead?
-    /// Body bytes delivered to the observer, by all attempts so far.
+    /// Body bytes delivered to the observer since the body last started at byte 0, by all attempts so far.
     private(set) var delivered: Int
-    /// Body bytes of this attempt's response seen so far (to skip what earlier attempts delivered).
-    private var position = 0
+    /// Where this attempt asks the body to continue (`Range: bytes=N-`), when it resumes.
+    private let resumeFrom: Int?
+    /// The Content-Encoding decoder of the body being received.
+    private var decoder: ContentDecoder?
 
     init?(id: Int, request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration,
           attempt: Int = 0, deliveredHead: ResponseHead? = nil, delivered: Int = 0) {
@@ -52,6 +61,9 @@ final class CurlTransfer: @unchecked Sendable {
         self.configuration = configuration
         self.deliveredHead = deliveredHead
         self.delivered = delivered
+        // Resume only an identity body of known size whose first answer had a strong validator.
+        let resumable = deliveredHead.map { $0.contentEncoding == nil && $0.contentLength != nil } ?? false
+        self.resumeFrom = delivered > 0 && resumable && deliveredHead?.strongValidator != nil ? delivered : nil
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         configure()
     }
@@ -84,9 +96,10 @@ final class CurlTransfer: @unchecked Sendable {
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallSeconds)
         imgfs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         imgfs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.receiveBufferSize)
-        // Decode a compressed body (gzip, deflate, br) should an origin send one; its Content-Length is then the
-        // compressed size and is ignored (ResponseHead).
-        imgfs_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, "")
+        // Compressed bodies (gzip, deflate, br) are decoded here, not by curl, which takes a stream cut before its end
+        // as whole (ContentDecoder); their Content-Length is the compressed size and is ignored (ResponseHead).
+        imgfs_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br")
+        imgfs_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0)
         if configuration.insecure {
             imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
             imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
@@ -99,10 +112,15 @@ final class CurlTransfer: @unchecked Sendable {
         var headers = ["Accept: image/avif,image/webp,image/apng,image/*;q=0.9,*/*;q=0.5"]
         if let etag = request.etag { headers.append("If-None-Match: \(etag)") }
         if let lastModified = request.lastModified { headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))") }
+        if let resumeFrom, let validator = deliveredHead?.strongValidator {
+            imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "\(resumeFrom)-")
+            headers.append("If-Range: \(validator)")
+        }
         let rules = CurlRequestRules(url: url, ownHeaders: headers, configuration: configuration)
         rules.configure(easy, configuration: configuration)
         self.rules = rules
         imgfs_easy_setopt_prereq_callback(easy, curlPrereqCallback, context)
+        imgfs_easy_setopt_opensocket(easy, curlOpenSocketCallback, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         imgfs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteCallback)
@@ -110,22 +128,6 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     // MARK: - Callbacks (fetcher thread)
-
-    /// Before each request (after connecting): whether the policy allows this host and connected address.
-    func allowRequest(primaryAddress: String) -> Bool {
-        var effective: UnsafePointer<CChar>?
-        imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
-        // Without a redirect the effective URL is the requested one: its host is known without parsing it again.
-        let host = effective.flatMap { pointer in
-            strcmp(pointer, requestedURL) == 0 ? url.host : (try? ImageURL(String(cString: pointer)))?.host
-        }
-        refusal = host.flatMap { configuration.addressPolicy.refusal(host: $0) }
-            ?? configuration.addressPolicy.refusal(numericAddress: primaryAddress)
-            ?? host.flatMap { ActivePolicy.profile(for: $0).refusal }
-        connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
-        rules?.prepareRequest(easy, effectiveURL: effective.flatMap { try? ImageURL(String(cString: $0)) })
-        return refusal == nil
-    }
 
     /// One header line; returns false to abort the transfer.
     func receiveHeader(_ raw: UnsafeRawBufferPointer) -> Bool {
@@ -150,16 +152,23 @@ final class CurlTransfer: @unchecked Sendable {
         switch head.status {
         case 100..<200: return true
         case 300..<400 where sawLocation: return true
+        case 206: return continuesBody()
         case 200..<300,
              304 where request.isConditional:
-            if let earlier = deliveredHead {
-                // A retry: the bytes delivered before must be the start of this body.
-                changedBetweenAttempts = earlier.contentLength != head.contentLength || earlier.etag != head.etag
-                return !changedBetweenAttempts
+            if let encoding = head.contentEncoding {
+                guard let decoder = ContentDecoder(encoding: encoding) else {
+                    failure = .incomplete("the Content-Encoding \(encoding) is not one imgfs decodes")
+                    return false
+                }
+                self.decoder = decoder
             }
             head.remoteAddress = connectedAddress
+            let restart = deliveredHead != nil
             deliveredHead = head
-            observerStopped = !observer.transferDidReceive(head: head)
+            delivered = 0
+            // A retry that could not resume: the observer takes the new body from byte 0 without mixing.
+            let accepted = restart ? observer.transferDidRestart(head: head) : observer.transferDidReceive(head: head)
+            observerStopped = !accepted
             return !observerStopped
         default:
             rejectedStatus = head.status
@@ -167,23 +176,56 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// A 206 is taken only as the continuation this attempt asked for: its Content-Range starts where the body broke
+    /// and has the total the first answer announced.
+    private func continuesBody() -> Bool {
+        let range = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" }
+            ?? "none"
+        guard let resumeFrom else {
+            failure = .incomplete("HTTP 206 Partial Content (Content-Range \(range)) to a request for the whole image")
+            return false
+        }
+        guard let continuation = head.contentRange, continuation.first == resumeFrom, head.contentEncoding == nil,
+              let total = deliveredHead?.contentLength, continuation.total == total else {
+            failure = .changed("the answer to Range bytes=\(resumeFrom)- has Content-Range \(range)")
+            return false
+        }
+        return true
+    }
+
     /// Body bytes; returns false to abort the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard deliveredHead != nil else { return false }
-        let skip = min(bytes.count, max(0, delivered - position))
-        position += bytes.count
-        guard skip < bytes.count else { return true }
-        let fresh = UnsafeRawBufferPointer(rebasing: bytes[skip...])
-        delivered += fresh.count
-        observerStopped = !observer.transferDidReceive(bytes: fresh)
+        guard let decoder else { return deliver(bytes) }
+        guard decoder.feed(bytes, deliver) else {
+            if !observerStopped { failure = .incomplete("the \(deliveredHead?.contentEncoding ?? "") data is corrupt") }
+            return false
+        }
+        return true
+    }
+
+    private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        delivered += bytes.count
+        observerStopped = !observer.transferDidReceive(bytes: bytes)
         return !observerStopped
+    }
+
+    /// curl's result, with a body that is not whole (short of its Content-Length or Content-Range total, or a
+    /// compressed stream that did not reach its end) counted as CURLE_PARTIAL_FILE.
+    private func effective(_ code: CURLcode) -> CURLcode {
+        guard code == CURLE_OK, rejectedStatus == nil, failure == nil, !observerStopped,
+              let head = deliveredHead, !head.isNotModified else { return code }
+        if let decoder { return decoder.isFinished ? code : CURLE_PARTIAL_FILE }
+        if let total = head.contentLength, delivered < total { return CURLE_PARTIAL_FILE }
+        return code
     }
 
     // MARK: - Completion
 
     /// How long to wait before retrying, when the failure with `code` is transient and attempts remain.
     func retryDelay(_ code: CURLcode) -> Double? {
-        guard attempt < configuration.retries, !observerStopped, refusal == nil, !changedBetweenAttempts else { return nil }
+        let code = effective(code)
+        guard attempt < configuration.retries, !observerStopped, refusal == nil, failure == nil else { return nil }
         if let status = rejectedStatus {
             guard status == 429 || (500..<600).contains(status) else { return nil }
             if let retryAfter { return min(retryAfter, configuration.maxRetryAfter) }
@@ -202,7 +244,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Reports the end of the transfer (once).
     func complete(_ code: CURLcode) {
-        let failed = code != CURLE_OK || rejectedStatus != nil
+        let code = effective(code)
+        let failed = code != CURLE_OK || rejectedStatus != nil || failure != nil
         complete(error: failed ? fetchError(code) : nil)
     }
 
@@ -213,9 +256,13 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func fetchError(_ code: CURLcode) -> FetchError {
+        let code = effective(code)
         if let rejectedStatus { return .httpStatus(rejectedStatus) }
         if let refusal { return .refused(refusal) }
-        if changedBetweenAttempts { return .transport("the image changed between attempts") }
+        if let failure { return failure }
+        if code == CURLE_PARTIAL_FILE, let encoding = deliveredHead?.contentEncoding {
+            return .incomplete("the \(encoding) stream ended before its end (\(delivered) bytes decoded)")
+        }
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT: return .timedOut(detail)
@@ -247,6 +294,11 @@ private let curlHeaderCallback: imgfs_curl_data_callback = { data, size, count, 
 private let curlWriteCallback: imgfs_curl_data_callback = { data, size, count, context in
     let length = size * count
     return transfer(context).receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+private let curlOpenSocketCallback: imgfs_curl_opensocket_callback = { context, _, address in
+    guard let address, transfer(context).allowSocket(to: address) else { return CURL_SOCKET_BAD }
+    return imgfs_open_socket(address)
 }
 
 private let curlPrereqCallback: imgfs_curl_prereq_callback = { context, primaryAddress, _, _, _ in

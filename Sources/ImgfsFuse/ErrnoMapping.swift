@@ -15,6 +15,7 @@ extension FilesystemError {
         case .nameTooLong: ENAMETOOLONG
         case .invalidName: EINVAL
         case .interrupted: EINTR
+        case .shuttingDown: ECONNABORTED
         case .stale: ESTALE
         case .fileTooLarge: EFBIG
         case .notAnImage: EMEDIUMTYPE

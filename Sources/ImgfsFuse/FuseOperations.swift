@@ -88,6 +88,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.forget = { req, inode, count in
             context(req).filesystem.forget(UInt64(inode), count: count)
@@ -110,6 +111,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.open = { req, inode, info in
             let operations = context(req)
@@ -124,6 +126,7 @@ final class FuseOperations: @unchecked Sendable {
                 case .failure(let error): request.fail(error)
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.read = { req, inode, size, offset, info in
             let operations = context(req)
@@ -142,6 +145,7 @@ final class FuseOperations: @unchecked Sendable {
                     lateReplies.async { if let request = later.take() { answerRead(request, result) } }
                 }
             }
+            operations.pending.started(ticket)
         }
         ops.release = { req, inode, info in
             let operations = context(req)

@@ -6,17 +6,22 @@ import ImgfsCore
 ///
 /// Guarantees: each tracked request is answered exactly once, either by the code that finishes it (which gets the
 /// request back from ``finish(_:)``) or by the interrupt; the interrupt callback is registered without any lock held,
-/// since libfuse may call it inside the registering call.
+/// since libfuse may call it inside the registering call. An interrupt that comes before the operation has started
+/// waiting (before ``started(_:)``) has its `onInterrupt` run again once it has, so a transfer the operation started
+/// or joined meanwhile is seen abandoned.
 final class PendingRequests: Sendable {
     private struct Pending {
         let request: ParkedRequest
         let interest: Interest
         let onInterrupt: @Sendable () -> Void
+        var started = false
     }
 
     private struct Table {
         var next: UInt = 1
         var live: [UInt: Pending] = [:]
+        /// What to run again once the operation of a request interrupted before it started is waiting.
+        var interruptedEarly: [UInt: @Sendable () -> Void] = [:]
     }
 
     private let table = Locked(Table())
@@ -44,9 +49,27 @@ final class PendingRequests: Sendable {
         return Request(unparking: pending.request)
     }
 
+    /// The operation of `ticket` has registered whatever it waits for. If an interrupt came before that, its
+    /// `onInterrupt` runs again now.
+    func started(_ ticket: UInt) {
+        let again = table.withLock { table -> (@Sendable () -> Void)? in
+            if table.live[ticket] != nil {
+                table.live[ticket]?.started = true
+                return nil
+            }
+            return table.interruptedEarly.removeValue(forKey: ticket)
+        }
+        again?()
+    }
+
     /// Answers the request with EINTR unless it was answered already, then tells whoever tracked it.
     func interrupt(_ ticket: UInt) {
-        guard let pending = table.withLock({ $0.live.removeValue(forKey: ticket) }) else { return }
+        let interrupted = table.withLock { table -> Pending? in
+            guard let pending = table.live.removeValue(forKey: ticket) else { return nil }
+            if !pending.started { table.interruptedEarly[ticket] = pending.onInterrupt }
+            return pending
+        }
+        guard let pending = interrupted else { return }
         pending.interest.withdraw()
         Request(unparking: pending.request).fail(.interrupted)
         pending.onInterrupt()

@@ -19,6 +19,18 @@ enum CgroupPaths {
         return nil
     }
 
+    /// The path of the cgroup v1 hierarchy holding the `memory` controller (a `N:memory:/path` or
+    /// `N:cpu,memory:/path` line) in the text of a /proc/PID/cgroup file.
+    static func parseV1MemoryGroup(_ text: String) -> String? {
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[1].split(separator: ",").contains("memory"), fields[2].hasPrefix("/")
+            else { continue }
+            return String(fields[2])
+        }
+        return nil
+    }
+
     /// The directories that may hold the own v2 group's files: the unified mount, then the hybrid layout's
     /// /sys/fs/cgroup/unified. Empty when the process has no v2 group.
     static func ownV2Directories(procSelfCgroup: String = "/proc/self/cgroup") -> [String] {

@@ -4,7 +4,8 @@ import ImgfsCore
 
 /// The caching options of `imgfs mount`.
 struct CacheOptions: ParsableArguments {
-    @Option(help: "Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM).")
+    @Option(help: ArgumentHelp("Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM; "
+                               + "never more than an eighth of the memory cgroup limit)."))
     var memoryLimit: String?
 
     @Option(help: "Disk cache size cap, e.g. 1G.")

@@ -93,8 +93,8 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.bodyMemory = MemfdMemory.bodyMemory(largerThan: ImageFilesystem.preloadLimit) {
             passthrough.isUsable
         }
-        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher,
-                                         memory: MemoryCache(budget: try cache.memoryBudget()),
+        let memoryCache = MemoryCache(budget: try cache.memoryBudget())
+        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache,
                                          disk: requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory,
                                                                                               logger: logger),
                                          configuration: repositoryConfiguration, logger: logger,
@@ -108,7 +108,15 @@ struct MountCommand: ParsableCommand {
         let filesystem = ImageFilesystem(repository: repository, registry: registry,
                                          placeholder: try requests.placeholderImage(), logger: logger,
                                          variants: variants)
-        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
+        // The memory cgroup's limit caps the cache's budget (an eighth of it: transfers, queued disk writes, readers'
+        // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
+        let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
+            let budget = memoryCache.limit(to: limit.map { $0 / 8 })
+            let why = limit == nil ? "" : " (an eighth of the memory cgroup limit)"
+            logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(why)")
+        }
+        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), cgroupWatch,
+                                                  PurgeSignal.source])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)
             variants.purgeMemory()

@@ -32,5 +32,27 @@ int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
 
 /// Opens a socket the way libcurl would, for an opensocket callback that has inspected the address.
 curl_socket_t imgfs_open_socket(struct curl_sockaddr *address);
+/// Sets CURLOPT_OPENSOCKETFUNCTION and its CURLOPT_OPENSOCKETDATA.
+CURLcode imgfs_easy_setopt_opensocket(CURL *easy, imgfs_curl_opensocket_callback callback, void *context);
+/// The numeric text of an IPv4 or IPv6 socket address (inet_ntop) into `buffer`; 0 on success, -1 otherwise.
+int imgfs_sockaddr_text(const struct curl_sockaddr *address, char *buffer, size_t size);
+/// The host of `url` as libcurl's own URL parser reads it (the host it connects to, percent-decoded), into `buffer`;
+/// 0 on success, -1 when the URL does not parse or the host does not fit.
+int imgfs_url_host(const char *url, char *buffer, size_t size);
+
+/// A decoder of one Content-Encoding (gzip, deflate, br) that knows whether its stream reached its end.
+typedef struct imgfs_decoder imgfs_decoder;
+/// Receives decoded bytes; returns 0 to stop decoding.
+typedef int (*imgfs_decoder_output)(void *context, const void *data, size_t count);
+enum { IMGFS_DECODER_GZIP = 1, IMGFS_DECODER_DEFLATE = 2, IMGFS_DECODER_BROTLI = 3 };
+/// A decoder for `kind` (IMGFS_DECODER_*), or NULL.
+imgfs_decoder *imgfs_decoder_create(int kind);
+/// Decodes `count` bytes, handing the output to `output`. Returns 0 while the stream goes on, 1 when it reached its
+/// end (bytes after the end are an error), -1 on corrupt data or when `output` stopped.
+int imgfs_decoder_feed(imgfs_decoder *decoder, const void *data, size_t count, imgfs_decoder_output output,
+                       void *context);
+/// Whether the stream reached its end (the gzip trailer, the end of the zlib or brotli stream) and nothing followed.
+int imgfs_decoder_finished(const imgfs_decoder *decoder);
+void imgfs_decoder_free(imgfs_decoder *decoder);
 
 #endif

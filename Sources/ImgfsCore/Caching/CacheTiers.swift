@@ -3,8 +3,9 @@ import Logging
 
 /// The two cache tiers, memory over disk, seen as one: what is cached under a key, what to list, and emptying them.
 ///
-/// Guarantees: nothing here touches the network; a look-up finds the memory copy first; every purge logs what it
-/// freed; removing a key removes it from both tiers.
+/// Guarantees: nothing here touches the network; a look-up finds the memory copy first, then a body queued for the
+/// disk (``DiskWriteScheduler``), then the disk entry; every purge logs what it freed; removing a key removes it from
+/// every tier and calls off its queued write.
 public final class CacheTiers: Sendable {
     /// What `imgfs purge` empties.
     public enum PurgeKind: String, CaseIterable, Sendable {
@@ -18,13 +19,17 @@ public final class CacheTiers: Sendable {
 
     public let memory: MemoryCache
     public let disk: (any DiskCaching)?
+    /// The disk writes queued: a tier between memory and disk until each lands.
+    let writes: DiskWriteScheduler
     /// Where bodies read back from the disk are kept in memory.
     private let bodyMemory: BodyMemory
     private let logger: Logger
 
-    public init(memory: MemoryCache, disk: (any DiskCaching)?, bodyMemory: BodyMemory = .ordinary, logger: Logger) {
+    public init(memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
+                bodyMemory: BodyMemory = .ordinary, logger: Logger) {
         self.memory = memory
         self.disk = disk
+        self.writes = writes
         self.bodyMemory = bodyMemory
         self.logger = logger
     }
@@ -33,6 +38,7 @@ public final class CacheTiers: Sendable {
     /// or miss.
     func source(_ key: String, counting: Bool) -> ImageSource? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        if let image = writes.queuedImage(forKey: key) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
     }
 
@@ -99,6 +105,7 @@ public final class CacheTiers: Sendable {
 
     func remove(_ key: String) {
         memory.remove(key)
+        writes.cancel(key)
         disk?.remove(key: key)
     }
 
@@ -116,6 +123,7 @@ public final class CacheTiers: Sendable {
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
     @discardableResult
     public func purgeMemory(reason: String) -> Int {
+        writes.hurry()
         let freed = memory.purge()
         logger.notice("memory purged (\(reason)): \(Quantity.describe(bytes: freed)) freed from the memory cache")
         return freed

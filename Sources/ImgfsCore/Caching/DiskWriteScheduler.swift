@@ -12,6 +12,10 @@ import Synchronization
 /// ``Pacing/maxDelay`` after it was queued, and during ``flush()`` none waits at all. A write that fails is logged
 /// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic).
 ///
+/// The queue is a tier: until its write lands, a queued body is found by ``queuedImage(forKey:)`` even after the
+/// memory cache evicted it. What the queue holds is bounded (``queueBound``: beyond it a body is not written), and
+/// writes stop waiting while it holds more than the memory cache's budget or for 2 s after a purge (``hurry()``).
+///
 /// The counters are atomics rather than state behind a lock: every request stamps the time, and a lock there would
 /// be taken by every FUSE thread at once.
 public final class DiskWriteScheduler: Sendable {
@@ -32,7 +36,14 @@ public final class DiskWriteScheduler: Sendable {
 
     private let worker: any SerialWorker
     private let pacing: Pacing
+    private let memory: MemoryCache
     private let logger: Logger
+    /// The bodies queued, by key, until their write has landed or failed.
+    private let queued = Locked<[String: CachedImage]>([:])
+    /// Bytes of all queued bodies.
+    private let queuedBytes = Atomic<Int>(0)
+    /// Until this uptime (ns), queued writes do not wait: set by a purge, so the memory they hold is freed soon.
+    private let hurryUntil = Atomic<UInt64>(0)
     /// When a request last came (monotonic nanoseconds).
     private let lastRequest = Atomic<UInt64>(0)
     /// Transfers started and not yet finished.
@@ -47,10 +58,39 @@ public final class DiskWriteScheduler: Sendable {
     /// How often a write waiting for transfers to end looks again (nanoseconds).
     private static let transferPoll: UInt64 = 5_000_000
 
-    public init(worker: any SerialWorker, pacing: Pacing, logger: Logger) {
+    public init(worker: any SerialWorker, pacing: Pacing, memory: MemoryCache, logger: Logger) {
         self.worker = worker
         self.pacing = pacing
+        self.memory = memory
         self.logger = logger
+    }
+
+    /// The body queued for `key`, until its write lands.
+    func queuedImage(forKey key: String) -> CachedImage? {
+        queued.withLock { $0[key] }
+    }
+
+    /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written.
+    func cancel(_ key: String) {
+        _ = queued.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// A purge: for the next 2 s queued writes go at once, so the bodies they hold are freed.
+    func hurry() {
+        hurryUntil.store(DispatchTime.now().uptimeNanoseconds + 2_000_000_000, ordering: .relaxed)
+    }
+
+    /// The most bytes the queue holds: the memory cache's budget, or 64 MiB if that is more, unless a memory limit
+    /// (a cgroup's) has lowered the budget, which then bounds the queue too.
+    var queueBound: Int {
+        let budget = memory.budget
+        return budget < memory.configuredBudget ? budget : max(budget, 64 << 20)
+    }
+
+    /// Whether queued writes must go now: they hold more than the memory cache's budget, or a purge asked.
+    private var mustHurry: Bool {
+        queuedBytes.load(ordering: .relaxed) > memory.budget
+            || DispatchTime.now().uptimeNanoseconds < hurryUntil.load(ordering: .relaxed)
     }
 
     /// A request came: large writes wait for the next pause.
@@ -61,20 +101,36 @@ public final class DiskWriteScheduler: Sendable {
     func transferStarted() { activeTransfers.add(1, ordering: .relaxed) }
     func transferEnded() { activeTransfers.subtract(1, ordering: .relaxed) }
 
-    /// Queues the write of `bytes` as the entry `record` of `disk`; `done` runs on the worker once it is written (or
-    /// failed).
-    func write(_ bytes: ImageBytes, as record: CacheRecord, to disk: any DiskCaching,
-               then done: @escaping @Sendable () -> Void) {
+    /// Queues the write of `image` as the entry `record` of `disk`; `done` runs on the worker once it is written,
+    /// failed or was called off. Returns false, queueing nothing, when the queue is full (the disk cannot keep up
+    /// with the network): the body is then fetched again when next needed, if it has left memory by then.
+    func write(_ image: CachedImage, as record: CacheRecord, to disk: any DiskCaching,
+               then done: @escaping @Sendable () -> Void) -> Bool {
+        let size = record.size
+        let total = queuedBytes.load(ordering: .relaxed)
+        guard total == 0 || total + size <= queueBound else { return false }
         let queuedAt = DispatchTime.now().uptimeNanoseconds
-        let large = record.size > pacing.yieldSize
-        let held = large || pacing.holdLimit <= 0 ? 0 : record.size
+        let large = size > pacing.yieldSize
+        let held = large || pacing.holdLimit <= 0 ? 0 : size
         heldBytes.add(held, ordering: .relaxed)
+        queuedBytes.add(size, ordering: .relaxed)
+        queued.withLock { $0[record.key] = image }
         worker.submit { [self] in
             if held > 0 { waitForTransfers(queuedAt: queuedAt) }
-            store(bytes, record, on: disk) { if large { waitForQuietMoment(queuedAt: queuedAt) } }
+            let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
+            // A large body waits for its first quiet moment before it looks whether it was called off meanwhile.
+            pace()
+            if queued.withLock({ $0[record.key]?.bytes === image.bytes }) {
+                store(image.bytes, record, on: disk, pace: pace)
+            }
             heldBytes.subtract(held, ordering: .relaxed)
+            queuedBytes.subtract(size, ordering: .relaxed)
+            queued.withLock { writes in
+                if writes[record.key]?.bytes === image.bytes { writes[record.key] = nil }
+            }
             done()
         }
+        return true
     }
 
     private func store(_ bytes: ImageBytes, _ record: CacheRecord, on disk: any DiskCaching, pace: () -> Void) {
@@ -138,7 +194,7 @@ public final class DiskWriteScheduler: Sendable {
     /// maximum delay after `queuedAt` or until a flush begins.
     private func waitWhileBusy(queuedAt: UInt64, _ busy: () -> UInt64?) {
         let deadline = queuedAt &+ UInt64(max(0, pacing.maxDelay) * 1e9)
-        while !flushing.load(ordering: .relaxed), let pause = busy() {
+        while !flushing.load(ordering: .relaxed), !mustHurry, let pause = busy() {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else { return }
             Thread.sleep(forTimeInterval: Double(min(pause, deadline - now)) / 1e9)

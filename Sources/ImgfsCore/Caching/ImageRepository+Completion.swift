@@ -49,7 +49,10 @@ extension ImageRepository {
                                  expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
                                  validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
                                  remoteAddress: head.remoteAddress)
-        diskWrites.write(bytes, as: record, to: disk) { [self] in endFlight(key, download) }
+        guard diskWrites.write(image, as: record, to: disk, then: { [self] in endFlight(key, download) }) else {
+            state.withLock { $0.counters.diskWritesSkipped += 1 }
+            return endFlight(key, download)
+        }
     }
 
     /// Serves a read from a disk entry: the whole image moves to memory when it fits the budget, else the range is

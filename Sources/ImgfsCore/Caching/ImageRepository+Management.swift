@@ -7,7 +7,8 @@ extension ImageRepository {
     /// wants it any more and less than half of it has arrived (``Download/cancelIfAbandoned(openHandles:)``).
     public func readerGaveUp(_ url: ImageURL, openHandles: Int) {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
-              download.cancelIfAbandoned(openHandles: openHandles) else { return }
+              download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { abandoned.mark(url.cacheKey) })
+        else { return }
         logger.info("transfer cancelled: nobody wants it any more and less than half had arrived",
                     metadata: ["url": "\(url)"])
     }

@@ -40,14 +40,19 @@ public final class ImageRepository: Sendable {
     let now: @Sendable () -> Date
     let state = Locked(RepositoryState())
     let diskWrites: DiskWriteScheduler
+    /// Transfers called off in the last second (their restart is held back briefly).
+    let abandoned = AbandonedTransfers()
     private let contentChangeHandler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
                 logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
                 diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")) {
         self.fetcher = configuration.policy == .cacheOnly ? configuration.sharedTier?.storeOnly ?? fetcher : fetcher
-        self.diskWrites = DiskWriteScheduler(worker: diskWriter, pacing: configuration.diskWrites, logger: logger)
-        self.tiers = CacheTiers(memory: memory, disk: disk, bodyMemory: configuration.bodyMemory, logger: logger)
+        let writes = DiskWriteScheduler(worker: diskWriter, pacing: configuration.diskWrites, memory: memory,
+                                        logger: logger)
+        self.diskWrites = writes
+        self.tiers = CacheTiers(memory: memory, disk: disk, writes: writes, bodyMemory: configuration.bodyMemory,
+                                logger: logger)
         self.configuration = configuration
         self.logger = logger
         self.now = now
@@ -74,7 +79,7 @@ public final class ImageRepository: Sendable {
             guard let whenKnown else { return }
             Self.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        switch resolveNow(url, refresh: true) {
+        switch resolveNow(url, refresh: true, interest: interest) {
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -98,13 +103,15 @@ public final class ImageRepository: Sendable {
     /// memory (the memory cache, or a transfer whose bytes have all arrived): the bytes match the metadata, since both
     /// come from the same source.
     public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil, reply: @escaping FoundReply) {
-        resolve(url, refresh: refresh) { result in Self.answer(result, interest: interest, reply: reply) }
+        resolve(url, refresh: refresh, interest: interest) { result in
+            Self.answer(result, interest: interest, reply: reply)
+        }
     }
 
     /// Bytes `offset ..< offset + count` (fewer at the end), as soon as they are available.
     public func read(_ url: ImageURL, offset: Int, count: Int, interest: Interest? = nil,
                      reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
-        resolve(url, refresh: false) { [self] result in
+        resolve(url, refresh: false, interest: interest) { [self] result in
             switch result {
             case .failure(let error):
                 reply(.failure(error))
@@ -146,16 +153,18 @@ public final class ImageRepository: Sendable {
         case start(Download, FetchRequest, fallback: Source?)
     }
 
-    /// Decides where `url` is served from; starts a transfer when needed. Replies once, without locks held.
-    func resolve(_ url: ImageURL, refresh: Bool, reply: @escaping SourceReply) {
-        switch resolveNow(url, refresh: refresh) {
+    /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
+    /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
+    /// once, without locks held.
+    func resolve(_ url: ImageURL, refresh: Bool, interest: Interest? = nil, reply: @escaping SourceReply) {
+        switch resolveNow(url, refresh: refresh, interest: interest) {
         case .ready(let result): reply(result)
         case .revalidating(let download, let fallback): waitForRevalidation(download, fallback: fallback, reply: reply)
         }
     }
 
     /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
-    func resolveNow(_ url: ImageURL, refresh: Bool) -> Resolution {
+    func resolveNow(_ url: ImageURL, refresh: Bool, interest: Interest? = nil) -> Resolution {
         diskWrites.noteRequest()
         let key = url.cacheKey
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
@@ -174,12 +183,13 @@ public final class ImageRepository: Sendable {
             // another. Only this rare path reads under the lock.
             if let cached = cachedBefore ?? tiers.source(key, counting: false) {
                 if let refusal = addressRefusal(cached) { return .refuse(refusal) }
-                return _decide(url, cached: cached, refresh: refresh, failure: failure, &state)
+                return _decide(url, cached: cached, refresh: refresh, failure: failure, interest: interest, &state)
             }
             if let failure { return .answer(.ready(.failure(failure))) }
             if configuration.policy == .cacheOnly && configuration.sharedTier == nil {
                 return .answer(.ready(.failure(.notCached)))
             }
+            if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
             return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
         }
         switch step {
@@ -194,7 +204,7 @@ public final class ImageRepository: Sendable {
     }
 
     /// A cached copy exists: serve it, or revalidate (or reload) it.
-    private func _decide(_ url: ImageURL, cached: Source, refresh: Bool, failure: FetchError?,
+    private func _decide(_ url: ImageURL, cached: Source, refresh: Bool, failure: FetchError?, interest: Interest?,
                          _ state: inout RepositoryState) -> Step {
         let key = url.cacheKey
         let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
@@ -207,12 +217,16 @@ public final class ImageRepository: Sendable {
                           metadata: ["url": "\(url.withoutFragment)"])
             return .answer(.ready(.success(cached)))
         }
+        if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
         state.counters.revalidations += reload ? 0 : 1
         let request = reload ? FetchRequest(url: url) : cached.validators(for: url)
         return _start(url, &state, request: request, fallback: cached)
     }
 
-    private func _start(_ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest, fallback: Source?) -> Step {
+    private func _start(_ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
+                        fallback: Source?) -> Step {
+        var request = request
+        if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
         let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
         state.inFlight.begin(url.cacheKey, InFlightTable.Flight(download: download, fallback: fallback))
         state.fetchedThisSession.insert(url.cacheKey)

@@ -30,14 +30,30 @@ public final class MemoryCache: Sendable {
         var oldest: Node?
         var bytes = 0
         var counters = Counters()
+        var budget: Int
     }
 
-    /// The most bytes held.
-    public let budget: Int
-    private let state = Locked(State())
+    /// The most bytes held now: the configured budget, or less while a memory limit asks for less
+    /// (``limit(to:)``).
+    public var budget: Int { state.withLock { $0.budget } }
+    /// The budget it was made with.
+    public let configuredBudget: Int
+    private let state: Locked<State>
 
     public init(budget: Int) {
-        self.budget = max(0, budget)
+        configuredBudget = max(0, budget)
+        state = Locked(State(budget: configuredBudget))
+    }
+
+    /// Holds at most `bytes` (never more than the configured budget; nil: the configured budget again), evicting
+    /// the least recently used images at once to get there. Returns the budget now in force.
+    @discardableResult
+    public func limit(to bytes: Int?) -> Int {
+        state.withLock { state in
+            state.budget = min(configuredBudget, max(0, bytes ?? configuredBudget))
+            Self.evict(&state, keeping: nil)
+            return state.budget
+        }
     }
 
     /// The image under `key`, now the most recently used; counted as a hit or a miss.
@@ -68,18 +84,23 @@ public final class MemoryCache: Sendable {
                 Self.unlink(old, &state)
                 state.bytes -= old.image.cost
             }
-            guard image.cost <= budget else { return false }
+            guard image.cost <= state.budget else { return false }
             let node = Node(key: key, image: image)
             state.nodes[key] = node
             Self.pushNewest(node, &state)
             state.bytes += image.cost
-            while state.bytes > budget, let victim = state.oldest, victim !== node {
-                Self.unlink(victim, &state)
-                state.nodes[victim.key] = nil
-                state.bytes -= victim.image.cost
-                state.counters.evictions += 1
-            }
+            Self.evict(&state, keeping: node)
             return true
+        }
+    }
+
+    /// Drops the least recently used images (never `keeping`) until the bytes held fit the budget.
+    private static func evict(_ state: inout State, keeping: Node?) {
+        while state.bytes > state.budget, let victim = state.oldest, victim !== keeping {
+            unlink(victim, &state)
+            state.nodes[victim.key] = nil
+            state.bytes -= victim.image.cost
+            state.counters.evictions += 1
         }
     }
 

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Guarantees: a failure is answered again only within its memory (``ImageRepository/FailureMemory``: permanent for
 /// 404, 410 and unresolvable hosts, transient for the rest), after which it is forgotten; a cancelled transfer is
-/// remembered neither way (nobody's fault); at most 10,000 last errors are kept. Not thread-safe by itself: it lives
+/// remembered neither way (nobody's fault), nor is one ended by a shutdown; at most 10,000 last errors are kept. Not thread-safe by itself: it lives
 /// in the repository's locked state.
 struct RememberedFailures {
     private var recent: [String: (error: FetchError, at: Date)] = [:]
@@ -13,7 +13,7 @@ struct RememberedFailures {
     private static let lastErrorLimit = 10_000
 
     mutating func record(_ key: String, _ error: FetchError, at date: Date) {
-        guard error != .cancelled else { return }
+        guard error != .cancelled && error != .shutDown else { return }
         recent[key] = (error, date)
         setLastError(error, forKey: key)
     }

@@ -14,6 +14,8 @@ public struct RepositoryCounters: Codable, Equatable, Sendable {
     public var staleServed = 0
     /// Reads answered from the disk cache.
     public var diskHits = 0
+    /// Bodies not written to disk because the queued writes already held the memory cache's budget.
+    public var diskWritesSkipped = 0
     /// Failed transfers by kind of failure (`http_404`, `timeout`, …).
     public var errorsByKind: [String: Int] = [:]
 }

@@ -5,7 +5,8 @@ import Foundation
 /// Guarantees: every waiter is answered exactly once, without the lock held; a read is answered as soon as its range
 /// has arrived (streaming), with the bytes clamped to the image's end; once the download fails every waiter gets the
 /// error, also readers of ranges that had arrived before (a partial body is never handed out as a whole one); a body
-/// shorter than its Content-Length is a failure.
+/// shorter than its Content-Length is a failure; a body that starts again (a retry that could not resume) replaces
+/// the bytes held only when no reader had any of them, and otherwise must repeat them exactly (never a mix).
 public final class Download: TransferObserving, Sendable {
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
     public typealias ReadReply = @Sendable (Result<ImageSlice, FetchError>) -> Void
@@ -39,6 +40,12 @@ public final class Download: TransferObserving, Sendable {
         var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
         /// Whether the first bytes were checked to be an image (or need not be).
         var verified = false
+        /// Whether any body byte was handed to a reader (a restarted body must then repeat them exactly).
+        var served = false
+        /// After a restart with bytes served: the first `replayLimit` bytes of the new body are compared with those
+        /// held (`replayed` of them so far), not appended.
+        var replayLimit = 0
+        var replayed = 0
     }
 
     /// What a body must satisfy to be served.
@@ -85,6 +92,7 @@ public final class Download: TransferObserving, Sendable {
         state.withLock { state in
             guard let size = Self.metadata(of: state)?.size, state.received == size else { return nil }
             if case .failed = state.phase { return nil }
+            state.served = true
             return ImageSlice(bytes: state.bytes, offset: 0, count: size)
         }
     }
@@ -105,7 +113,10 @@ public final class Download: TransferObserving, Sendable {
     public func read(offset: Int, count: Int, interest: Interest? = nil, _ reply: @escaping ReadReply) {
         let answer: Result<ImageSlice, FetchError>? = state.withLock { state in
             if case .failed(let error, _) = state.phase { return .failure(error) }
-            if let slice = Self.slice(of: state, offset: offset, count: count) { return .success(slice) }
+            if let slice = Self.slice(of: state, offset: offset, count: count) {
+                state.served = state.served || slice.count > 0
+                return .success(slice)
+            }
             state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, interest: interest, reply: reply))
             return nil
         }
@@ -131,9 +142,10 @@ public final class Download: TransferObserving, Sendable {
     /// Calls the transfer off when nobody wants it any more: no file handle is open on it (`openHandles`), nobody
     /// waits for its size (every such request was interrupted), and less than half of its announced size has arrived
     /// (nothing at all, when no size was announced). Reads still pending then are the kernel's readahead for files
-    /// already closed. Returns whether it called the transfer off.
+    /// already closed. `beforeCancelling` runs just before the transfer is called off. Returns whether it called the
+    /// transfer off.
     @discardableResult
-    public func cancelIfAbandoned(openHandles: Int) -> Bool {
+    public func cancelIfAbandoned(openHandles: Int, beforeCancelling: () -> Void = {}) -> Bool {
         guard openHandles == 0 else { return false }
         let handle = state.withLock { state -> (any TransferHandle)? in
             switch state.phase {
@@ -145,8 +157,10 @@ public final class Download: TransferObserving, Sendable {
             let lessThanHalf = length.map { state.received * 2 < $0 } ?? (state.received == 0)
             return lessThanHalf ? state.handle : nil
         }
-        handle?.cancel()
-        return handle != nil
+        guard let handle else { return false }
+        beforeCancelling()
+        handle.cancel()
+        return true
     }
 
     /// The response head, if it has arrived.
@@ -193,13 +207,50 @@ public final class Download: TransferObserving, Sendable {
         return true
     }
 
+    public func transferDidRestart(head: ResponseHead) -> Bool {
+        let refusal = state.withLock { state -> FetchError?? in
+            if case .failed = state.phase { return .some(nil) }
+            guard head.contentLength == state.head?.contentLength else {
+                let sizes = [state.head?.contentLength, head.contentLength].map { $0.map(String.init) ?? "unknown" }
+                return .changed("its size went from \(sizes[0]) to \(sizes[1]) bytes")
+            }
+            state.head = head
+            if state.served {
+                state.replayLimit = state.received
+                state.replayed = 0
+            } else {
+                state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
+                state.received = 0
+                state.verified = !limits.requireImage
+            }
+            return nil
+        }
+        if let refusal {
+            if let refusal { transferDidComplete(error: refusal) }
+            return false
+        }
+        return true
+    }
+
     @discardableResult
     public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
-        let (buffer, alreadyFailed) = state.withLock { state in
-            if case .failed = state.phase { return (state.bytes, true) }
-            return (state.bytes, false)
+        let (buffer, alreadyFailed, replayed, replay) = state.withLock { state in
+            if case .failed = state.phase { return (state.bytes, true, 0, 0) }
+            return (state.bytes, false, state.replayed, state.replayLimit - state.replayed)
         }
         guard !alreadyFailed else { return false }
+        var bytes = bytes
+        if replay > 0 {
+            // A restarted body must repeat the bytes readers already had.
+            let count = min(replay, bytes.count)
+            guard buffer.copyBytes(offset: replayed, count: count).elementsEqual(bytes.prefix(count)) else {
+                transferDidComplete(error: .changed("the new answer differs in bytes readers already had"))
+                return false
+            }
+            state.withLock { $0.replayed += count }
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[count...])
+            if bytes.isEmpty { return true }
+        }
         guard buffer.count + bytes.count <= limits.maxSize else {
             transferDidComplete(error: .tooLarge(size: nil, limit: limits.maxSize))
             return false
@@ -243,6 +294,9 @@ public final class Download: TransferObserving, Sendable {
                 failure = .truncated(expected: expected, received: state.received)
             }
             if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
+            if failure == nil && state.replayed < state.replayLimit {
+                failure = .changed("the new answer is shorter than the bytes readers already had")
+            }
             if failure == nil && !state.verified {
                 failure = Self.signatureRejection(state.bytes)
                 state.verified = failure == nil
@@ -317,6 +371,7 @@ public final class Download: TransferObserving, Sendable {
         var waiting: [RangeWaiter] = []
         for waiter in state.rangeWaiters {
             if let slice = slice(of: state, offset: waiter.offset, count: waiter.count) {
+                state.served = state.served || slice.count > 0
                 ready.append((waiter, slice))
             } else {
                 waiting.append(waiter)

@@ -12,8 +12,16 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated(expected: Int, received: Int)
     /// Any other transport failure (reset, TLS, protocol), as the HTTP client described it.
     case transport(String)
-    /// Nobody wanted the bytes any more, or the filesystem is shutting down.
+    /// The image changed between two attempts of one transfer after readers had bytes of the first, or a retry's
+    /// answer did not continue the body it was asked to continue; the text says how. Never retried into a mix.
+    case changed(String)
+    /// The body is not a whole representation (an unasked 206, a compressed stream that ends before its end, an
+    /// unsupported Content-Encoding); the text says why.
+    case incomplete(String)
+    /// Nobody wanted the bytes any more.
     case cancelled
+    /// The filesystem is shutting down: every transfer under way is called off.
+    case shutDown
     /// Not cached, and the cache-only policy forbids fetching.
     case notCached
     /// The body is larger than the limit (its size when announced).
@@ -31,7 +39,10 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unreachable(let why): "unreachable: \(why)"
         case .truncated(let expected, let received): "truncated body: \(received) of \(expected) bytes arrived"
         case .transport(let why): "transfer failed: \(why)"
+        case .changed(let why): "the image changed between attempts: \(why)"
+        case .incomplete(let why): "incomplete body: \(why)"
         case .cancelled: "cancelled"
+        case .shutDown: "cancelled: the filesystem is shutting down"
         case .notCached: "not cached, and the policy is cache-only"
         case .tooLarge(let size?, let limit): "the image is \(size) bytes, over the limit of \(limit) (--max-size)"
         case .tooLarge(nil, let limit): "the body grew over the limit of \(limit) bytes (--max-size)"
@@ -49,7 +60,10 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unreachable: "connect"
         case .truncated: "truncated"
         case .transport: "transport"
+        case .changed: "changed"
+        case .incomplete: "incomplete"
         case .cancelled: "cancelled"
+        case .shutDown: "shutdown"
         case .notCached: "not_cached"
         case .tooLarge: "too_large"
         case .notAnImage: "not_an_image"
@@ -73,10 +87,11 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .httpStatus(401), .httpStatus(403): .accessDenied
         case .timedOut: .timedOut
         case .cancelled: .interrupted
+        case .shutDown: .shuttingDown
         case .tooLarge: .fileTooLarge
         case .notAnImage: .notAnImage
         case .refused: .accessDenied
-        case .httpStatus, .unresolvable, .unreachable, .truncated, .transport: .ioFailure
+        case .httpStatus, .unresolvable, .unreachable, .truncated, .transport, .changed, .incomplete: .ioFailure
         }
     }
 }

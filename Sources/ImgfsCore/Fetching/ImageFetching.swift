@@ -11,8 +11,20 @@ public protocol TransferObserving: AnyObject, Sendable {
     /// More body bytes, valid only during the call. Returns false to stop the transfer, as above.
     @discardableResult
     func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool
+    /// A retry could not resume: the body starts again from byte 0 with a new response `head` (its bytes follow).
+    /// The observer must never let readers see a mix of the two bodies; it returns false when it cannot take the new
+    /// body (and has then failed the transfer itself).
+    func transferDidRestart(head: ResponseHead) -> Bool
     /// The transfer ended: nil when the whole body arrived, else why not.
     func transferDidComplete(error: FetchError?)
+}
+
+extension TransferObserving {
+    /// By default a body cannot start again: the observer fails with ``FetchError/changed``.
+    public func transferDidRestart(head: ResponseHead) -> Bool {
+        transferDidComplete(error: .changed("the retry got a new body and this observer cannot start again"))
+        return false
+    }
 }
 
 /// A transfer that can be called off.
@@ -28,6 +40,8 @@ public struct FetchRequest: Sendable, Equatable {
     public var etag: String?
     /// Sent as If-Modified-Since.
     public var lastModified: Date?
+    /// Seconds to hold the request before sending it; a cancel meanwhile stops it unsent.
+    public var holdSeconds = 0.0
 
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil) {
         self.url = url

@@ -17,6 +17,10 @@ public struct ResponseHead: Equatable, Sendable {
     public var hasExpires = false
     /// Whether the body is content-encoded (compressed) on the wire.
     public var isEncoded = false
+    /// Content-Encoding as sent, lower-cased, when it is not `identity`.
+    public var contentEncoding: String?
+    /// Content-Range of a 206 answer.
+    public var contentRange: ContentRange?
     /// Date, parsed.
     public var date: Date?
     /// The numeric address of the connection the response came on (the proxy's, through a proxy), when known: kept
@@ -34,6 +38,13 @@ public struct ResponseHead: Equatable, Sendable {
 
     /// Whether the response is a 304 Not Modified.
     public var isNotModified: Bool { status == 304 }
+
+    /// The validator that proves a later response is this same representation, as an `If-Range` value: a strong
+    /// ETag, else Last-Modified; nil when there is neither (a resume is then not allowed).
+    public var strongValidator: String? {
+        if let etag, !etag.hasPrefix("W/") { return etag }
+        return lastModified.map(HTTPDate.format)
+    }
 
     /// Fills the fields from header lines (`Name: value`), ignoring unknown and malformed ones.
     public mutating func apply(headerLine line: String) {
@@ -53,6 +64,8 @@ public struct ResponseHead: Equatable, Sendable {
             // The length of an encoded body is not the image's size: that is known once the body is decoded.
             isEncoded = true
             contentLength = nil
+            contentEncoding = value.lowercased()
+        case "content-range": contentRange = ContentRange(value)
         case "content-type": contentType = value
         case "etag": etag = value
         case "last-modified": lastModified = HTTPDate.parse(value)

@@ -19,8 +19,11 @@ public enum FilesystemError: Error, Equatable, Sendable {
     case nameTooLong
     /// A name that cannot be decoded (bad percent escape, NUL, not UTF-8). EINVAL.
     case invalidName
-    /// The request was interrupted or the filesystem is shutting down. EINTR.
+    /// The reader was interrupted (a signal) while it waited. EINTR.
     case interrupted
+    /// The filesystem is shutting down (SIGTERM, SIGINT, SIGHUP, unmount) while the request waited: the same errno the
+    /// kernel gives every request still unanswered when the connection closes. ECONNABORTED.
+    case shuttingDown
     /// The inode is not known (the kernel forgot it). ESTALE.
     case stale
     /// The image is larger than --max-size. EFBIG.

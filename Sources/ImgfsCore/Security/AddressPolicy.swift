@@ -71,6 +71,14 @@ public struct AddressPolicy: Hashable, Sendable {
         return refusal(address: address)
     }
 
+    /// Why a request to a URL whose host cannot be read (a parser refused it) must not be made, or nil when the
+    /// policy allows every host and address. Fails closed: a host that cannot be checked is refused.
+    public func refusal(unparsableURL url: String) -> String? {
+        guard denyPrivateNetworks || !allowedHosts.isEmpty else { return nil }
+        let shown = Self.printable(String(url.prefix(200))) + (url.count > 200 ? "…" : "")
+        return "the host of \(shown) cannot be read, so it cannot be checked"
+    }
+
     /// Whether `pattern` is a usable ``allowedHosts`` entry: an IP literal, or a host name (optionally after `*.`)
     /// of non-empty dot-separated labels without white space, `*`, `/`, `\`, `@`, `:`, `?`, `#`, `%` or brackets.
     public static func isValidHostPattern(_ pattern: String) -> Bool {

@@ -63,6 +63,12 @@ final class SharedTierTee: TransferObserving, Sendable {
         return true
     }
 
+    /// A retry that could not resume starts the body again: what was published of the first body is abandoned and the
+    /// transfer fails (the shared tier never passes on two bodies as one; the next access fetches again).
+    func transferDidRestart(head: ResponseHead) -> Bool {
+        changed()
+    }
+
     func transferDidComplete(error: FetchError?) {
         let short = state.withLock { $0.received < skip }
         if error == nil && short { return _ = changed() }

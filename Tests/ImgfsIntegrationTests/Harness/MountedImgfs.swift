@@ -76,6 +76,16 @@ final class MountedImgfs: @unchecked Sendable {
         return flat
     }
 
+    /// Waits (up to `timeout` seconds) until `condition` holds for the daemon's log; returns whether it did.
+    func waitForLog(timeout: Double = 10, _ condition: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(log) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
+
     /// Waits (up to `timeout` seconds) until `condition` holds for the statistics; returns whether it did.
     func waitForStatistics(timeout: Double = 10, _ condition: ([String: Double]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
