@@ -42,14 +42,34 @@ public final class CacheTiers: Sendable {
         return disk?.record(forKey: key).map { .disk($0) }
     }
 
+    /// The tiers' sizes and counters with the repository's, for `.imgfs/stats.json`.
+    func statistics(counters: RepositoryCounters, inFlight: Int, sharedTier: SharedTierCounters?) -> RepositoryStatistics {
+        RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
+                             memoryEntries: memory.count, memoryBudget: memory.budget,
+                             diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
+                             diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
+    }
+
     /// Whether either tier holds `key` (without counting a hit).
     func holds(_ key: String) -> Bool {
         memory.peek(key) != nil || disk?.record(forKey: key) != nil
     }
 
     /// Bytes `offset ..< offset + count` of the disk entry `record` of `url`: the whole image moves to memory when it
-    /// fits the budget, else the range is read from the file. Throws when the entry is unusable (corrupt, gone).
-    func readFromDisk(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) throws -> ImageSlice {
+    /// fits the budget, else the range is read from the file. Nil when the entry is unusable (corrupt, gone): it is
+    /// then dropped from every tier and the log says why.
+    func readFromDisk(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) -> ImageSlice? {
+        do {
+            return try readEntry(record, of: url, offset: offset, count: count)
+        } catch {
+            logger.warning("disk cache entry unusable (\(error)); fetching again",
+                           metadata: ["url": "\(url.withoutFragment)"])
+            remove(record.key)
+            return nil
+        }
+    }
+
+    private func readEntry(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) throws -> ImageSlice {
         guard let disk else { throw DiskCacheError.notFound(record.key) }
         disk.touch(key: record.key)
         if record.size <= memory.budget {

@@ -1,10 +1,10 @@
 import Foundation
 
-// MARK: - What happens when a transfer ends, and reading from disk
+// MARK: - What happens when a transfer ends or answers a revalidation, and reading from disk
 
 extension ImageRepository {
     /// Files the outcome of a transfer into the caches; the transfer stays joinable until that is done.
-    func finished(_ download: Download, key: String, fallback: Source?, error: FetchError?) {
+    func finished(_ download: Download, key: String, fallback: ImageSource?, error: FetchError?) {
         let url = download.url
         if let error {
             state.withLock { $0.recordFailure(key, error, at: now()) }
@@ -15,7 +15,7 @@ extension ImageRepository {
                     logger.notice("the origin says the image is gone (\(error)); dropped the cached copy",
                                   metadata: ["url": "\(url)"])
                     // The kernel must not keep the old attributes: the name no longer exists.
-                    announceContentChange(url)
+                    contentChanges.announce(url)
                 } else {
                     state.withLock { $0.counters.staleServed += 1 }
                     logger.warning("origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",
@@ -29,7 +29,7 @@ extension ImageRepository {
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         // The repository's clock dates the copy: freshness is computed from it at every use.
         let decidedAt = now()
-        let decision = expiry(for: url).decide(for: head, now: decidedAt)
+        let decision = freshness.rule(for: url).decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }
@@ -55,23 +55,41 @@ extension ImageRepository {
         }
     }
 
-    /// Serves a read from a disk entry: the whole image moves to memory when it fits the budget, else the range is
-    /// read from the file. A corrupt entry is dropped and the image fetched again.
+    /// Serves a read from a disk entry (``CacheTiers/readFromDisk(_:of:offset:count:)``); a corrupt entry is dropped
+    /// and the image fetched again.
     func readFromDisk(_ url: ImageURL, _ record: CacheRecord, offset: Int, count: Int,
                       reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
-        do {
-            let slice = try tiers.readFromDisk(record, of: url, offset: offset, count: count)
-            state.withLock { $0.counters.diskHits += 1 }
-            reply(.success(slice))
-        } catch {
-            logger.warning("disk cache entry unusable (\(error)); fetching again",
-                           metadata: ["url": "\(url.withoutFragment)"])
-            tiers.remove(record.key)
-            read(url, offset: offset, count: count, reply: reply)
+        guard let slice = tiers.readFromDisk(record, of: url, offset: offset, count: count) else {
+            return read(url, offset: offset, count: count, reply: reply)
         }
+        state.withLock { $0.counters.diskHits += 1 }
+        reply(.success(slice))
     }
 
     func endFlight(_ key: String, _ download: Download) {
         state.withLock { $0.inFlight.end(key, download) }
+    }
+
+    /// Answers a caller of a revalidation once its head is known: the cached copy on 304 or when the origin cannot be
+    /// reached, the new body otherwise, the error when the origin says the image is gone.
+    func waitForRevalidation(_ download: Download, fallback: ImageSource, reply: @escaping SourceReply) {
+        download.whenHeadKnown { result in
+            switch result {
+            case .success(let head) where head.isNotModified: reply(.success(fallback))
+            case .success: reply(.success(.download(download)))
+            case .failure(let error) where error.meansGone: reply(.failure(error))
+            case .failure: reply(.success(fallback))
+            }
+        }
+    }
+
+    /// A revalidation answered 304: the cached copy is renewed and the transfer ends at once.
+    func notModified(_ download: Download, key: String, fallback: ImageSource, head: ResponseHead) {
+        let renewal = freshness.renewal(of: fallback, url: download.url, by: head, validatedAt: now())
+        state.withLock { $0.counters.notModified += 1 }
+        tiers.renew(key, fallback: fallback, renewal)
+        logger.info("revalidated: 304 Not Modified, fresh until \(renewal.expiresAt)",
+                    metadata: ["url": "\(download.url)"])
+        endFlight(key, download)
     }
 }

@@ -22,9 +22,7 @@ extension ImageRepository {
 
     /// Waits until every disk write queued so far has finished (at unmount, so nothing fetched is lost); writes that
     /// were waiting for a pause or for transfers to end go at once.
-    public func flushDiskWrites() {
-        diskWrites.flush()
-    }
+    public func flushDiskWrites() { diskWrites.flush() }
 
     /// Empties what `kind` names (`imgfs purge`); the repository's clock and expiry decide what has expired.
     public func purge(_ kind: CacheTiers.PurgeKind) { tiers.purge(kind, now: now(), expiry: configuration.expiry) }
@@ -32,34 +30,20 @@ extension ImageRepository {
     /// Counters and sizes, for statistics.
     public func statistics() -> RepositoryStatistics {
         let (counters, inFlight) = state.withLock { ($0.counters, $0.inFlight.count) }
-        return RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
-                                    memoryEntries: memory.count, memoryBudget: memory.budget,
-                                    diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
-                                    diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight,
-                                    sharedTier: configuration.sharedTier?.counters)
+        return tiers.statistics(counters: counters, inFlight: inFlight, sharedTier: configuration.sharedTier?.counters)
     }
 
     /// The last failure of the URL cached under `key`, until it is fetched successfully (for `imgfs why`); never
     /// fetches.
-    public func lastError(forKey key: String) -> FetchError? {
-        state.withLock { $0.failures.lastError(key) }
-    }
+    public func lastError(forKey key: String) -> FetchError? { state.withLock { $0.failures.lastError(key) } }
 
     /// What is known about `url` now, without fetching anything (for extended attributes).
     public func report(_ url: ImageURL) -> ImageReport {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.failures.lastError(key)) }
-        if let image = memory.peek(key) {
-            let expiresAt = expiry(for: url).expiry(of: image)
-            return ImageReport(source: .memory, metadata: image.metadata, expiresAt: expiresAt, error: error)
-        }
-        if let record = disk?.record(forKey: key) {
-            let expiresAt = expiry(for: url).expiry(of: record)
-            return ImageReport(source: .disk, metadata: record.metadata, expiresAt: expiresAt, error: error)
-        }
-        if let flight {
-            return ImageReport(source: .network, metadata: flight.download.currentMetadata, expiresAt: nil, error: error)
-        }
-        return ImageReport(source: nil, metadata: nil, expiresAt: nil, error: error)
+        let cached = memory.peek(key).map(ImageSource.memory) ?? disk?.record(forKey: key).map(ImageSource.disk)
+        let source = cached ?? flight.map { .download($0.download) }
+        return ImageReport(source: source?.tier, metadata: source?.metadata,
+                           expiresAt: source.flatMap { freshness.expiry(of: $0, url: url) }, error: error)
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import Logging
 
 /// Where image bytes come from: the memory cache, the disk cache or the network, in that order, with one transfer
-/// per URL however many callers ask. It orchestrates small parts that each do one job: ``InFlightTable`` (joining),
-/// ``RememberedFailures`` (the failed-URL blacklist), ``DiskWriteScheduler`` (paced background writes), revalidation
-/// (`ImageRepository+Revalidation.swift`), filing a finished transfer (`+Completion`) and management (`+Management`).
+/// per URL however many callers ask. It orchestrates parts that each do one job: ``CacheTiers``, ``InFlightTable``,
+/// ``RememberedFailures``, ``Freshness``, ``DiskWriteScheduler``, ``AbandonedTransfers``; `+Completion` (filing a
+/// finished transfer or a 304) and `+Management` hold the rest.
 ///
 /// Guarantees:
 /// - While a transfer of a URL (without fragment) is under way, every caller joins it; no second transfer starts.
@@ -24,11 +24,7 @@ import Logging
 /// - A corrupt disk entry is dropped and fetched again transparently.
 public final class ImageRepository: Sendable {
     public typealias Configuration = RepositoryConfiguration
-    public typealias FailureMemory = ImgfsCore.FailureMemory
-    public typealias Source = ImageSource
-
-    public typealias SourceReply = @Sendable (Result<Source, FetchError>) -> Void
-    public typealias FoundReply = @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void
+    typealias SourceReply = @Sendable (Result<ImageSource, FetchError>) -> Void
 
     /// The memory and disk caches (`ls` lists them; purges empty them).
     public let tiers: CacheTiers
@@ -38,11 +34,13 @@ public final class ImageRepository: Sendable {
     let configuration: Configuration
     let logger: Logger
     let now: @Sendable () -> Date
+    /// When cached copies are fresh.
+    let freshness: Freshness
     let state = Locked(RepositoryState())
     let diskWrites: DiskWriteScheduler
     /// Transfers called off in the last second (their restart is held back briefly).
     let abandoned = AbandonedTransfers()
-    private let contentChangeHandler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
+    let contentChanges = ContentChangeAnnouncer()
 
     public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
                 logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
@@ -56,16 +54,12 @@ public final class ImageRepository: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.now = now
+        self.freshness = Freshness(expiry: configuration.expiry, minimumFreshness: configuration.minimumFreshness)
     }
 
-    /// Called (on the fetching thread, before anyone is served the new bytes) when a cached image is being replaced by a
-    /// new body from the origin, or dropped because the origin says it is gone (404, 410).
+    /// Called (``ContentChangeAnnouncer``) when a cached image is replaced by a new body or is gone (404, 410).
     public func onContentChanged(_ handler: @escaping @Sendable (ImageURL) -> Void) {
-        contentChangeHandler.withLock { $0 = handler }
-    }
-
-    func announceContentChange(_ url: ImageURL) {
-        contentChangeHandler.withLock { $0 }?(url)
+        contentChanges.observe(handler)
     }
 
     // MARK: - Serving
@@ -77,7 +71,7 @@ public final class ImageRepository: Sendable {
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
-            Self.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
+            ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
         switch resolveNow(url, refresh: true, interest: interest) {
         case .ready(.failure(let error)):
@@ -102,9 +96,10 @@ public final class ImageRepository: Sendable {
     /// ``metadata(_:refresh:interest:reply:)``, with the whole body when the source that answered has all of it in
     /// memory (the memory cache, or a transfer whose bytes have all arrived): the bytes match the metadata, since both
     /// come from the same source.
-    public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil, reply: @escaping FoundReply) {
+    public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+                                reply: @escaping ImageSource.FoundReply) {
         resolve(url, refresh: refresh, interest: interest) { result in
-            Self.answer(result, interest: interest, reply: reply)
+            ImageSource.answer(result, interest: interest, reply: reply)
         }
     }
 
@@ -125,32 +120,18 @@ public final class ImageRepository: Sendable {
         }
     }
 
-    /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
-    private static func answer(_ result: Result<Source, FetchError>, interest: Interest?, reply: @escaping FoundReply) {
-        switch result {
-        case .failure(let error):
-            reply(.failure(error))
-        case .success(.download(let download)):
-            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
-        case .success(.memory(let image)):
-            reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
-        case .success(let source):
-            reply(.success((source.metadata!, nil)))
-        }
-    }
-
     // MARK: - Resolution
 
     /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
     enum Resolution {
-        case ready(Result<Source, FetchError>)
-        case revalidating(Download, fallback: Source)
+        case ready(Result<ImageSource, FetchError>)
+        case revalidating(Download, fallback: ImageSource)
     }
 
     private enum Step {
         case answer(Resolution)
         case refuse(String)
-        case start(Download, FetchRequest, fallback: Source?)
+        case start(Download, FetchRequest, fallback: ImageSource?)
     }
 
     /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
@@ -182,7 +163,9 @@ public final class ImageRepository: Sendable {
             // A transfer may have finished (and filed its bytes) since the look-up above: look again before starting
             // another. Only this rare path reads under the lock.
             if let cached = cachedBefore ?? tiers.source(key, counting: false) {
-                if let refusal = addressRefusal(cached) { return .refuse(refusal) }
+                if let refusal = configuration.addressPolicy.refusal(cachedFrom: cached.remoteAddress) {
+                    return .refuse(refusal)
+                }
                 return _decide(url, cached: cached, refresh: refresh, failure: failure, interest: interest, &state)
             }
             if let failure { return .answer(.ready(.failure(failure))) }
@@ -203,12 +186,23 @@ public final class ImageRepository: Sendable {
         }
     }
 
+    /// A URL the address policy refuses: remembered as its last error (for `imgfs why`), logged, not fetched.
+    func refused(_ key: String, _ url: ImageURL, _ refusal: String) -> FetchError {
+        let error = FetchError.refused(refusal)
+        if state.withLock({ $0.failures.setLastError(error, forKey: key) }) {
+            logger.warning("refused: \(refusal); neither fetched nor served from the cache",
+                           metadata: ["url": "\(url)"])
+        }
+        return error
+    }
+
     /// A cached copy exists: serve it, or revalidate (or reload) it.
-    private func _decide(_ url: ImageURL, cached: Source, refresh: Bool, failure: FetchError?, interest: Interest?,
+    private func _decide(_ url: ImageURL, cached: ImageSource, refresh: Bool, failure: FetchError?, interest: Interest?,
                          _ state: inout RepositoryState) -> Step {
         let key = url.cacheKey
         let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
-        if !reload && (!refresh || configuration.policy == .cacheOnly || isFresh(cached, of: url)) {
+        let fresh = !refresh || configuration.policy == .cacheOnly || freshness.isFresh(cached, of: url, now: now())
+        if !reload && fresh {
             return .answer(.ready(.success(cached)))
         }
         if !reload, let failure {
@@ -224,7 +218,7 @@ public final class ImageRepository: Sendable {
     }
 
     private func _start(_ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
-                        fallback: Source?) -> Step {
+                        fallback: ImageSource?) -> Step {
         var request = request
         if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
         let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
@@ -235,7 +229,7 @@ public final class ImageRepository: Sendable {
     }
 
     /// Starts a transfer filed in flight, outside the lock.
-    private func start(_ download: Download, _ request: FetchRequest, fallback: Source?) {
+    private func start(_ download: Download, _ request: FetchRequest, fallback: ImageSource?) {
         let key = request.url.cacheKey
         logger.debug(fallback == nil ? "fetching" : "revalidating", metadata: ["url": "\(download.url)"])
         if let fallback {
@@ -246,7 +240,7 @@ public final class ImageRepository: Sendable {
                 if head.isNotModified {
                     notModified(download, key: key, fallback: fallback, head: head)
                 } else {
-                    announceContentChange(download.url)
+                    contentChanges.announce(download.url)
                 }
             }
         }

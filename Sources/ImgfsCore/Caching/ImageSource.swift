@@ -7,12 +7,37 @@ public enum ImageSource: Sendable {
     case disk(CacheRecord)
     case download(Download)
 
+    public typealias FoundReply = @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void
+
+    /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
+    static func answer(_ result: Result<ImageSource, FetchError>, interest: Interest?, reply: @escaping FoundReply) {
+        switch result {
+        case .failure(let error):
+            reply(.failure(error))
+        case .success(.download(let download)):
+            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
+        case .success(.memory(let image)):
+            reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
+        case .success(let source):
+            reply(.success((source.metadata!, nil)))
+        }
+    }
+
     /// The image's metadata as known now (nil for a transfer whose size is not known yet).
     public var metadata: ImageMetadata? {
         switch self {
         case .memory(let image): image.metadata
         case .disk(let record): record.metadata
         case .download(let download): download.currentMetadata
+        }
+    }
+
+    /// The tier this source is, as extended attributes name it.
+    var tier: ImageReport.Source {
+        switch self {
+        case .memory: .memory
+        case .disk: .disk
+        case .download: .network
         }
     }
 

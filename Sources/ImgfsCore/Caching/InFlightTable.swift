@@ -8,7 +8,7 @@ struct InFlightTable {
     /// One transfer and, for a revalidation, the cached copy served on 304 or when the origin cannot be reached.
     struct Flight {
         let download: Download
-        let fallback: ImageRepository.Source?
+        let fallback: ImageSource?
     }
 
     private var flights: [String: Flight] = [:]

@@ -3,7 +3,7 @@ import Foundation
 /// Failures remembered per URL key: recent ones answer later requests without a transfer (the failed-URL blacklist of
 /// the image loaders), and the last one of each URL is kept for its error attribute until a fetch succeeds.
 ///
-/// Guarantees: a failure is answered again only within its memory (``ImageRepository/FailureMemory``: permanent for
+/// Guarantees: a failure is answered again only within its memory (``FailureMemory``: permanent for
 /// 404, 410 and unresolvable hosts, transient for the rest), after which it is forgotten; a cancelled transfer is
 /// remembered neither way (nobody's fault), nor is one ended by a shutdown; at most 10,000 last errors are kept. Not thread-safe by itself: it lives
 /// in the repository's locked state.
@@ -28,7 +28,7 @@ struct RememberedFailures {
     }
 
     /// The failure of `key` while it is remembered (forgotten once its memory has passed).
-    mutating func recent(_ key: String, now: Date, memory: ImageRepository.FailureMemory) -> FetchError? {
+    mutating func recent(_ key: String, now: Date, memory: FailureMemory) -> FetchError? {
         guard let (error, at) = recent[key] else { return nil }
         let duration = error.meansGone || error.isUnresolvable ? memory.permanent : memory.transient
         if now.timeIntervalSince(at) < duration { return error }

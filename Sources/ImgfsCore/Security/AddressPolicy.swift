@@ -118,4 +118,11 @@ public struct AddressPolicy: Hashable, Sendable {
             $0.properties.generalCategory == .control ? "?" : $0
         }))
     }
+
+    /// Why a cached copy that came from `address` must not be served: under `denyPrivateNetworks`, the address it
+    /// came from is private (nil when the address was not recorded: older entries are checked by host only).
+    public func refusal(cachedFrom address: String?) -> String? {
+        guard denyPrivateNetworks, let address else { return nil }
+        return refusal(numericAddress: address)
+    }
 }
