@@ -16,6 +16,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private struct Inbox {
         var submitted: [CurlTransfer] = []
         var cancelled: [Int] = []
+        var promoted: [(id: Int, priority: FetchPriority)] = []
         var stopping = false
         var nextID = 1
     }
@@ -82,18 +83,26 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
+    fileprivate func promote(_ id: Int, to priority: FetchPriority) {
+        inbox.withLock { $0.promoted.append((id, priority)) }
+        curl_multi_wakeup(multi)
+    }
+
     // MARK: - The fetcher thread
 
     private func run() {
         TerminationSignals.block()
         var stillRunning: Int32 = 0
         while true {
-            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
-                defer { inbox.submitted.removeAll(); inbox.cancelled.removeAll() }
-                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+            let (submitted, cancelled, promoted, stopping) = inbox.withLock { inbox in
+                defer { inbox.submitted.removeAll(); inbox.cancelled.removeAll(); inbox.promoted.removeAll() }
+                return (inbox.submitted, inbox.cancelled, inbox.promoted, inbox.stopping)
             }
             if stopping { break }
-            for transfer in submitted { queue.enqueue(transfer, host: transfer.url.hostKey) }
+            for transfer in submitted {
+                queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
+            }
+            for (id, priority) in promoted { queue.promote(where: { $0.id == id }, to: priority) }
             cancelled.forEach(cancelNow)
             enqueueDueRetries()
             admitWaiting()
@@ -140,7 +149,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         let now = ContinuousClock.now
         let due = delayed.filter { $0.due <= now }
         delayed.removeAll { $0.due <= now }
-        for (_, transfer) in due { queue.enqueue(transfer, host: transfer.url.hostKey) }
+        for (_, transfer) in due {
+            queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
+        }
     }
 
     /// Milliseconds to wait for activity: at most a second, less when a retry falls due sooner.
@@ -187,4 +198,6 @@ struct CurlTransferHandle: TransferHandle {
     let id: Int
 
     func cancel() { fetcher?.cancel(id) }
+
+    func promote(to priority: FetchPriority) { fetcher?.promote(id, to: priority) }
 }

@@ -17,6 +17,7 @@ struct Imgfs: ParsableCommand {
             are served from memory.
             """,
         version: version,
-        subcommands: [MountCommand.self, PathCommand.self, PrefetchCommand.self, StatsCommand.self, PurgeCommand.self]
+        subcommands: [MountCommand.self, PathCommand.self, PrefetchCommand.self, StatsCommand.self, PurgeCommand.self,
+                      ListCommand.self]
     )
 }

@@ -34,6 +34,9 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
+    @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
+    var readAhead = 8
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -42,6 +45,7 @@ struct MountCommand: ParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+        guard (0...1024).contains(readAhead) else { throw ValidationError("--read-ahead must be from 0 to 1024") }
     }
 
     func run() throws {
@@ -78,7 +82,9 @@ struct MountCommand: ParsableCommand {
                                          configuration: repositoryConfiguration, logger: logger,
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
-        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger)
+        let lists = ListDirectories(store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
+                                    readAhead: ReadAhead(depth: readAhead, repository: repository))
+        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger, lists: lists)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)

@@ -37,9 +37,8 @@ extension ImageRepository {
     /// The failure remembered for `url` (within its failure memory) when no cached copy exists, with the size the
     /// failed response had announced (nil when it never got that far); never fetches.
     public func knownFailure(_ url: ImageURL) -> (error: FetchError, announcedSize: Int?)? {
-        let key = url.cacheKey
-        guard !tiers.holds(key) else { return nil }
-        return state.withLock { $0.knownFailure(key, now: now(), memory: configuration.failureMemory) }
+        guard !tiers.holds(url.cacheKey) else { return nil }
+        return state.withLock { $0.knownFailure(url.cacheKey, now: now(), memory: configuration.failureMemory) }
     }
 
     /// What is known about `url` now, without fetching anything (for extended attributes).

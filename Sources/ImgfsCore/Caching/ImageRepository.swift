@@ -61,13 +61,14 @@ public final class ImageRepository: Sendable {
     /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
     /// `.success(nil)` means the size is not known yet; then `whenKnown`, if given, is called once it is (or with the
     /// failure). One resolution serves both answers, so a lookup that waits is not counted as a second caller.
-    public func prepare(_ url: ImageURL, interest: Interest? = nil,
+    /// `priority` is the class of a transfer it starts (a waiting caller raises a joined transfer to its class).
+    public func prepare(_ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             Self.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        switch resolveNow(url, refresh: true) {
+        switch resolveNow(url, refresh: true, priority: priority) {
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -147,7 +148,7 @@ public final class ImageRepository: Sendable {
     }
 
     /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
-    func resolveNow(_ url: ImageURL, refresh: Bool) -> Resolution {
+    func resolveNow(_ url: ImageURL, refresh: Bool, priority: FetchPriority = .waited) -> Resolution {
         diskWrites.noteRequest()
         let key = url.cacheKey
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
@@ -155,6 +156,7 @@ public final class ImageRepository: Sendable {
         let step = state.withLock { state -> Step in
             if let flight = state.inFlight[key] {
                 state.counters.joined += 1
+                if state.inFlight.promote(key, to: priority) { flight.download.promote(to: priority) }
                 if let fallback = flight.fallback { return .answer(.revalidating(flight.download, fallback: fallback)) }
                 return .answer(.ready(.success(.download(flight.download))))
             }
@@ -166,7 +168,7 @@ public final class ImageRepository: Sendable {
             }
             if let failure { return .answer(.ready(.failure(failure))) }
             if configuration.policy == .cacheOnly { return .answer(.ready(.failure(.notCached))) }
-            return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
+            return _start(url, &state, request: FetchRequest(url: url, priority: priority), fallback: nil)
         }
         switch step {
         case .answer(let resolution):
@@ -198,7 +200,7 @@ public final class ImageRepository: Sendable {
 
     private func _start(_ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest, fallback: Source?) -> Step {
         let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
-        state.inFlight.begin(url.cacheKey, InFlightTable.Flight(download: download, fallback: fallback))
+        state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1
         return .start(download, request, fallback: fallback)

@@ -6,7 +6,7 @@ extension ImageFilesystem {
     /// The `user.imgfs.*` attributes of an image: what is known now. Never fetches anything.
     public func extendedAttributes(_ inode: UInt64) -> Result<[(name: String, value: String)], FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
-        guard case .image(let url) = node else { return .success([]) }
+        guard case .image(let url) = node else { return .success(node == .lists ? listsAttributes() : []) }
         let report = repository.report(url)
         let iso = ISO8601DateFormatter()
         var attributes: [(String, String?)] = [

@@ -15,13 +15,15 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ])
+            ] + (lists == nil ? [] : [DirectoryEntry(name: Self.listsDirectory, inode: InodeTable.listsInode, kind: .directory)]))
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
             listing = .images(leading: leading, keys: repository.tiers.keys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
+        case .lists, .list:
+            listing = listingInLists(node, leading: leading)
         case .image, .generated:
             return .failure(.notADirectory)
         }

@@ -10,6 +10,7 @@ extension ImageFilesystem {
             case .root:
                 if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
+                if lists != nil && name == Array(Self.listsDirectory.utf8) { return .success(.lists) }
                 return .failure(.notFound)
             case .control:
                 guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
@@ -22,6 +23,8 @@ extension ImageFilesystem {
                 return try resolveChunk(name, after: "")
             case .chunkPrefix(let prefix):
                 return try resolveChunk(name, after: prefix)
+            case .lists, .list:
+                return resolveInLists(name, in: directory)
             case .image, .generated:
                 return .failure(.notADirectory)
             }

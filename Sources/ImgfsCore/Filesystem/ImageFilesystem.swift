@@ -49,6 +49,8 @@ public final class ImageFilesystem: Sendable {
 
     let repository: ImageRepository
     let registry: LongNameRegistry
+    /// `lists/`, when the mount has a list store.
+    let lists: ListDirectories?
     let configuration: Configuration
     let logger: Logger
     let inodes = InodeTable()
@@ -65,9 +67,10 @@ public final class ImageFilesystem: Sendable {
     let preloads = PreloadTracker()
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                logger: Logger) {
+                logger: Logger, lists: ListDirectories? = nil) {
         self.repository = repository
         self.registry = registry
+        self.lists = lists
         self.configuration = configuration
         self.logger = logger
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
@@ -163,6 +166,7 @@ public final class ImageFilesystem: Sendable {
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
+            lists?.opened(url)
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }

@@ -14,6 +14,10 @@ public enum Node: Hashable, Sendable {
     case generated(GeneratedFile)
     /// An image file.
     case image(ImageURL)
+    /// `lists/`, one directory per URL list.
+    case lists
+    /// The directory of one URL list.
+    case list(String)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -25,6 +29,7 @@ public final class InodeTable: Sendable {
     public static let imagesInode: UInt64 = 2
     public static let chunkRootInode: UInt64 = 3
     public static let controlInode: UInt64 = 4
+    public static let listsInode: UInt64 = 8
 
     private struct Slot {
         var node: Node
@@ -48,6 +53,7 @@ public final class InodeTable: Sendable {
         case Self.imagesInode: .images
         case Self.chunkRootInode: .chunkRoot
         case Self.controlInode: .control
+        case Self.listsInode: .lists
         case let number where GeneratedFile.allCases.contains { $0.inode == number }:
             .generated(GeneratedFile.allCases.first { $0.inode == number }!)
         default: state.withLock { $0.slots[inode]?.node }
@@ -61,8 +67,9 @@ public final class InodeTable: Sendable {
         case .images: return Self.imagesInode
         case .chunkRoot: return Self.chunkRootInode
         case .control: return Self.controlInode
+        case .lists: return Self.listsInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image:
+        case .chunkPrefix, .image, .list:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -84,8 +91,9 @@ public final class InodeTable: Sendable {
         case .images: Self.imagesInode
         case .chunkRoot: Self.chunkRootInode
         case .control: Self.controlInode
+        case .lists: Self.listsInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .list: state.withLock { $0.numbers[node] }
         }
     }
 

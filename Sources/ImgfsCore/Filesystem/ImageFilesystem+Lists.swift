@@ -1,0 +1,45 @@
+import Foundation
+
+// MARK: - `lists/` and its list directories
+
+extension ImageFilesystem {
+    static let listsDirectory = "lists"
+
+    /// `user.imgfs.list_store` on `lists/`: the directory `imgfs list` writes lists to.
+    func listsAttributes() -> [(name: String, value: String)] {
+        lists.map { [(Self.attributePrefix + "list_store", $0.store.directory.path)] } ?? []
+    }
+
+    /// The node `name` stands for in `lists/` or in a list's directory.
+    func resolveInLists(_ name: [UInt8], in directory: Node) -> Result<Node, FilesystemError> {
+        guard let lists else { return .failure(.notFound) }
+        let text = String(decoding: name, as: UTF8.self)
+        switch directory {
+        case .lists:
+            return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
+        case .list(let list):
+            return lists.entry(text, inList: list).map { .success(.image($0)) } ?? .failure(.notFound)
+        default:
+            return .failure(.notFound)
+        }
+    }
+
+    /// The listing of `lists/` or of a list's directory: names only, never the network.
+    func listingInLists(_ directory: Node, leading: [DirectoryEntry]) -> DirectoryListing {
+        guard let lists else { return .entries(leading) }
+        switch directory {
+        case .lists:
+            return .entries(leading + lists.store.names().map { name in
+                DirectoryEntry(name: name, inode: inodes.existingInode(.list(name)) ?? Self.pseudoInode(name), kind: .directory)
+            })
+        case .list(let name):
+            let entries = lists.store.list(name, recheck: true)?.entries ?? []
+            return .entries(leading + entries.map { entry in
+                let inode = inodes.existingInode(.image(entry.url)) ?? Self.pseudoInode(entry.url.cacheKey)
+                return DirectoryEntry(name: entry.name, inode: inode, kind: .file)
+            })
+        default:
+            return .entries(leading)
+        }
+    }
+}

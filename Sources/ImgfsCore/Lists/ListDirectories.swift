@@ -1,0 +1,36 @@
+import Foundation
+
+/// What `<mount>/lists/` shows: one directory per stored list, each entry the same image as `img/<encoded-url>`.
+///
+/// Guarantees: listing and looking up never touch the network; an entry looked up in a list is remembered with its
+/// position, so that opening it (by whatever name) loads ahead in that list (``ReadAhead``).
+public final class ListDirectories: Sendable {
+    public let store: ListStore
+    public let readAhead: ReadAhead
+    /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
+    private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
+    static let positionLimit = 500_000
+
+    public init(store: ListStore, readAhead: ReadAhead) {
+        self.store = store
+        self.readAhead = readAhead
+    }
+
+    /// The entry `name` of list `list`, remembering its position.
+    func entry(_ name: String, inList list: String) -> ImageURL? {
+        guard let images = store.list(list), let index = images.index(of: name) else { return nil }
+        let url = images.entries[index].url
+        positions.withLock { positions in
+            if positions.count >= Self.positionLimit { positions.removeAll() }
+            positions[url] = (list, index)
+        }
+        return url
+    }
+
+    /// `url` is being opened: loads ahead when it was looked up in a list.
+    func opened(_ url: ImageURL) {
+        guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
+              list.entries.indices.contains(index), list.entries[index].url == url else { return }
+        readAhead.opened(list, index: index)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// Loads the next entries of a list in the background when one is opened, at ``FetchPriority/readAhead``, and calls
+/// off what nobody asked for when the viewer jumps away.
+///
+/// Guarantees: opening entry i starts (at most once each) the transfers of entries i+1 ... i+depth not cached yet;
+/// opening an entry more than `2 × depth` away from the last opened one of the same list cancels the read-ahead
+/// transfers of that list nobody has opened yet (``Download/cancelIfAbandoned(openHandles:)``: never one someone
+/// waits for); depth 0 does nothing. Counters say how many read-ahead images were used (opened later) or wasted
+/// (given up by a jump before anyone opened them, whether or not their transfer had finished).
+public final class ReadAhead: Sendable {
+    /// Per-list counters.
+    public struct Counters: Sendable, Codable, Equatable {
+        public var opens = 0
+        public var started = 0
+        public var used = 0
+        public var wasted = 0
+    }
+
+    private struct ListState {
+        var last: Int?
+        /// URLs loaded ahead and not opened yet.
+        var pending: Set<ImageURL> = []
+        var counters = Counters()
+    }
+
+    public let depth: Int
+    private let repository: ImageRepository
+    private let state = Locked<[String: ListState]>([:])
+
+    public init(depth: Int, repository: ImageRepository) {
+        self.depth = max(0, depth)
+        self.repository = repository
+    }
+
+    /// Entry `index` of `list` is being opened.
+    public func opened(_ list: ImageList, index: Int) {
+        guard list.entries.indices.contains(index) else { return }
+        let opened = list.entries[index].url
+        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].map(\.url)
+        let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
+            var entry = lists[list.name] ?? ListState()
+            entry.counters.opens += 1
+            if entry.pending.remove(opened) != nil { entry.counters.used += 1 }
+            var abandoned: [ImageURL] = []
+            if let last = entry.last, abs(index - last) > 2 * max(depth, 1) {
+                abandoned = Array(entry.pending.subtracting(ahead))
+                entry.pending.subtract(abandoned)
+            }
+            entry.last = index
+            let toStart = ahead.filter { $0 != opened && !entry.pending.contains($0) }
+            entry.pending.formUnion(toStart)
+            lists[list.name] = entry
+            return (abandoned, toStart)
+        }
+        for url in abandoned { repository.readerGaveUp(url, openHandles: 0) }
+        var started = 0
+        for url in toStart {
+            if case .success(nil) = repository.prepare(url, priority: .readAhead) { started += 1 }
+        }
+        state.withLock { lists in
+            lists[list.name]?.counters.wasted += abandoned.count
+            lists[list.name]?.counters.started += started
+        }
+    }
+
+    /// The counters of every list that was opened.
+    public func counters() -> [String: Counters] {
+        state.withLock { $0.mapValues(\.counters) }
+    }
+}
