@@ -10,7 +10,7 @@ enum FstabOptions {
     static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
                                          "rw"]
 
-    static let subcommands: Set<String> = ["mount", "path", "stats", "purge", "prefetch", "help"]
+    static let subcommands: Set<String> = ["mount", "path", "stats", "purge", "prefetch", "list", "help"]
 
     /// `arguments` (without the program name) with the `-o` items of a `mount` command rewritten. The form mount(8)
     /// and mount.fuse3 use, `imgfs SOURCE MOUNTPOINT -o OPTIONS` (for `mount -t fuse.imgfs none /mnt/img -o …` and

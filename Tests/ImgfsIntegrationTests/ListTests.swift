@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Issue 16: URL lists as folders, through the real mount.
+@Suite("Lists", .serialized, .enabled(if: FuseAvailability.available))
+struct ListTests {
+    @Test("list add: readable names in list order, invalid lines reported by number, ls touches no network, same image")
+    func addAndBrowse() throws {
+        let fixture = try ListFixture()
+        defer { fixture.stop() }
+        let origin = fixture.origin
+        let jpeg = try Fixtures.mediumJPEG()
+        origin.route("/photos/green%20photo.jpg", .ok(jpeg, contentType: "image/jpeg"))
+        origin.route("/raw/thing", .ok(fixture.icons[1], contentType: "image/png"))
+        let text = """
+            # my photos
+            \(origin.baseURL)/photos/green%20photo.jpg
+            not a url
+            \(origin.baseURL)/raw/thing
+            \(fixture.url(3))\tCover Image
+            ftp://example.com/x.png
+            \(fixture.url(3))
+
+            """
+        let added = try fixture.add("holiday", text)
+        #expect(added.status == 1, "invalid lines make the exit status 1: \(added.output)")
+        #expect(added.output.contains("line 3: "), "\(added.output)")
+        #expect(added.output.contains("line 6: "), "\(added.output)")
+        #expect(added.output.contains("list holiday: 4 entries"), "\(added.output)")
+        let probes = origin.totalRequests
+        #expect(probes == 1, "only the URL without an extension was probed")
+
+        let names = try fixture.ls("lists/holiday")
+        #expect(names == ["00001-green-photo.jpg", "00002-thing.png", "00003-Cover-Image.png", "00004-3.png"])
+        #expect(try fixture.ls("lists") == ["holiday"])
+        let listed = try ChildProcess.run("/bin/ls", ["-l", "\(fixture.mount.mountPoint)/lists/holiday"])
+        #expect(listed.status == 0, "\(listed.output)")
+        #expect(origin.totalRequests <= probes + 2, "ls -l waits for headers of what is not known (at most 2 here)")
+
+        let entry = "\(fixture.mount.mountPoint)/lists/holiday/00001-green-photo.jpg"
+        #expect(PosixFile.read(entry) == .success(jpeg))
+        let plain = fixture.mount.path("\(origin.baseURL)/photos/green%20photo.jpg")
+        #expect(PosixFile.read(plain) == .success(jpeg))
+        #expect(origin.requestCount("/photos/green%20photo.jpg") == 1, "one transfer for both names")
+        var a = stat(), b = stat()
+        #expect(stat(entry, &a) == 0 && stat(plain, &b) == 0)
+        #expect(a.st_ino == b.st_ino, "the entry is the same file as img/<encoded-url>")
+        let xattr = try ChildProcess.run("/usr/bin/getfattr", ["--absolute-names", "-n", "user.imgfs.url", "--only-values", entry])
+        #expect(xattr.output == "\(origin.baseURL)/photos/green%20photo.jpg")
+    }
+
+    @Test("bad list names are refused with one line and exit 2; an empty list is an empty folder; rm and ls")
+    func namesEmptyAndRemoval() throws {
+        let fixture = try ListFixture()
+        defer { fixture.stop() }
+        for bad in ["a/b", "..", ".hidden", String(repeating: "x", count: 201)] {
+            let run = try fixture.add(bad, "\(fixture.url(1))\n")
+            #expect(run.status == 2, "\(bad.prefix(20)): \(run.output)")
+            #expect(run.output.split(separator: "\n").count == 1, "\(run.output)")
+            #expect(run.output.hasPrefix("imgfs list add: a list name"), "\(run.output)")
+        }
+        #expect(try fixture.add("empty", "# nothing\n").status == 0)
+        #expect(try fixture.ls("lists/empty") == [])
+        #expect(try fixture.add("two", "\(fixture.url(1))\n\(fixture.url(2))\n", extra: ["--no-probe"]).status == 0)
+        let shown = try ChildProcess.run(MountedImgfs.binary, ["list", "ls", fixture.mount.mountPoint])
+        #expect(shown.output == "empty\t0\ntwo\t2\n")
+        #expect(try ChildProcess.run(MountedImgfs.binary, ["list", "rm", fixture.mount.mountPoint, "two"]).status == 0)
+        #expect(try fixture.ls("lists") == ["empty"])
+        #expect(PosixFile.size("\(fixture.mount.mountPoint)/lists/two/00001-1.png") == .failure(Errno(ENOENT)))
+        #expect(fixture.origin.totalRequests == 0)
+    }
+
+    @Test("lists survive a restart; a list edited while browsed keeps the names of the entries that stay")
+    func restartAndEdit() throws {
+        let cache = "/tmp/imgfs-list-cache-\(getpid())-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        var fixture = try ListFixture(cacheDirectory: cache)
+        let urls = (1...5).map(fixture.url)
+        #expect(try fixture.add("five", urls.joined(separator: "\n")).status == 0)
+        let before = try fixture.ls("lists/five")
+        #expect(before.count == 5)
+        let browsing = try #require(opendir("\(fixture.mount.mountPoint)/lists/five"))
+        let edited = [fixture.url(9)] + urls.filter { $0 != fixture.url(2) }
+        #expect(try fixture.add("five", edited.joined(separator: "\n")).status == 0)
+        var seen: [String] = []
+        while let entry = readdir(browsing) {
+            seen.append(withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) })
+        }
+        closedir(browsing)
+        #expect(seen.count == 7, "the open listing is the old snapshot: \(seen)")
+        let after = try fixture.ls("lists/five")
+        #expect(Set(before).subtracting(after) == ["00002-2.png"])
+        #expect(Set(after).subtracting(before).count == 1)
+        fixture.stop()
+        fixture = try ListFixture(cacheDirectory: cache)
+        defer { fixture.stop() }
+        #expect(try fixture.ls("lists/five") == after, "the list is back after a restart")
+    }
+}
