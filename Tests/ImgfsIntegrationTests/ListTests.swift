@@ -100,3 +100,71 @@ struct ListTests {
         #expect(try fixture.ls("lists/five") == after, "the list is back after a restart")
     }
 }
+
+/// Read-ahead and priorities through the real mount.
+@Suite("List read-ahead", .serialized, .enabled(if: FuseAvailability.available))
+struct ListReadAheadTests {
+    /// Opens entries `range` of `list` one after another, reading each whole; returns the seconds each took to its
+    /// first bytes.
+    static func step(_ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>) -> [Double] {
+        range.map { index in
+            let path = "\(fixture.mount.mountPoint)/lists/\(list)/\(names[index - 1])"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let descriptor = open(path, O_RDONLY)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let first = read(descriptor, &buffer, 4096)
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            while read(descriptor, &buffer, buffer.count) > 0 {}
+            close(descriptor)
+            return first > 0 ? seconds : 99
+        }
+    }
+
+    static func stepping(readAhead: Int) throws -> (ttfb: [Double], gets: Int, counters: [String: Int]) {
+        let fixture = try ListFixture(delay: 0.02, mountArguments: ["--read-ahead", "\(readAhead)"])
+        defer { fixture.stop() }
+        let urls = (1...500).map(fixture.url)
+        #expect(try fixture.add("viewer", urls.joined(separator: "\n")).status == 0)
+        let names = try fixture.ls("lists/viewer")
+        #expect(names.count == 500 && fixture.origin.totalRequests == 0, "adding and listing fetched nothing")
+        let ttfb = step(fixture, list: "viewer", names: names, 1...30)
+        _ = fixture.mount.waitForStatistics(timeout: 5) { $0["repository.in_flight"] == 0 }
+        return (ttfb, fixture.origin.totalRequests, fixture.counters("viewer"))
+    }
+
+    @Test("a viewer stepping through 30 of 500 entries at 20 ms: from the third on each open finds its image cached")
+    func steppingViewer() throws {
+        let (ttfb, gets, counters) = try Self.stepping(readAhead: 8)
+        #expect(gets <= 30 + 8, "\(gets) GETs")
+        let late = Array(ttfb.dropFirst(2)).sorted()
+        #expect(late[late.count / 2] <= 0.001, "median time to first byte from the third image: \(late[late.count / 2])")
+        #expect(late.filter { $0 >= 0.02 }.isEmpty, "no open from the third on waited for the origin: \(ttfb)")
+        #expect(counters["used"] ?? 0 >= 25 && counters["opens"] == 30, "\(counters)")
+        #expect(counters["hits"] ?? 0 >= 25, "\(counters)")
+
+        let (plain, plainGets, _) = try Self.stepping(readAhead: 0)
+        #expect(plainGets == 30)
+        #expect(plain.dropFirst(2).allSatisfy { $0 >= 0.015 }, "without read-ahead every open waits for the origin")
+    }
+
+    @Test("a jump far away cancels the read-ahead nobody asked for; the jumped-to entry loads first")
+    func jumpCancels() throws {
+        // One transfer per host at a time and a slow origin: read-ahead queues up behind the first image.
+        let fixture = try ListFixture(delay: 0.3, mountArguments: ["--max-transfers-per-host", "1"])
+        defer { fixture.stop() }
+        let urls = (1...500).map(fixture.url)
+        #expect(try fixture.add("jump", urls.joined(separator: "\n")).status == 0)
+        let names = try fixture.ls("lists/jump")
+        _ = Self.step(fixture, list: "jump", names: names, 1...1)
+        _ = Self.step(fixture, list: "jump", names: names, 300...300)
+        let paths = fixture.origin.requests().map(\.path)
+        #expect(paths.prefix(2) == ["/v/1.png", "/v/2.png"] || paths.prefix(2) == ["/v/1.png", "/v/300.png"],
+                "\(paths)")
+        #expect(paths.firstIndex(of: "/v/300.png").map { $0 <= 2 } == true, "the waited-for image went first: \(paths)")
+        _ = fixture.mount.waitForStatistics(timeout: 10) { $0["repository.in_flight"] == 0 }
+        let requested = Set(fixture.origin.requests().map(\.path))
+        let aheadOfFirst = (2...9).filter { requested.contains("/v/\($0).png") }
+        #expect(aheadOfFirst.count <= 2, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
+        #expect(fixture.counters("jump")["wasted"] == 8, "\(fixture.counters("jump"))")
+    }
+}

@@ -74,10 +74,11 @@ extension ImageFilesystem {
             let uptimeSeconds: Int
             let knownInodes: Int
             let repository: RepositoryStatistics
+            let lists: [ReadAhead.Named]?
         }
         let document = Document(pid: ProcessInfo.processInfo.processIdentifier,
                                 uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
-                                repository: repository.statistics())
+                                repository: repository.statistics(), lists: lists?.readAhead.counters())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

@@ -12,6 +12,11 @@ public final class ReadAhead: Sendable {
     /// Per-list counters.
     public struct Counters: Sendable, Codable, Equatable {
         public var opens = 0
+        /// Opens that found the image cached (memory or disk), and those that did not.
+        public var hits = 0
+        public var misses = 0
+        /// The sizes of the opened images, where known at the open.
+        public var bytes = 0
         public var started = 0
         public var used = 0
         public var wasted = 0
@@ -37,10 +42,15 @@ public final class ReadAhead: Sendable {
     public func opened(_ list: ImageList, index: Int) {
         guard list.entries.indices.contains(index) else { return }
         let opened = list.entries[index].url
+        let report = repository.report(opened)
+        let hit = report.source == .memory || report.source == .disk
         let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].map(\.url)
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
             entry.counters.opens += 1
+            entry.counters.hits += hit ? 1 : 0
+            entry.counters.misses += hit ? 0 : 1
+            entry.counters.bytes += report.metadata?.size ?? 0
             if entry.pending.remove(opened) != nil { entry.counters.used += 1 }
             var abandoned: [ImageURL] = []
             if let last = entry.last, abs(index - last) > 2 * max(depth, 1) {
@@ -64,8 +74,14 @@ public final class ReadAhead: Sendable {
         }
     }
 
-    /// The counters of every list that was opened.
-    public func counters() -> [String: Counters] {
-        state.withLock { $0.mapValues(\.counters) }
+    /// One list's counters with its name (for JSON, where a name must not be taken for a key).
+    public struct Named: Sendable, Codable, Equatable {
+        public let name: String
+        public let counters: Counters
+    }
+
+    /// The counters of every list that was opened, by name.
+    public func counters() -> [Named] {
+        state.withLock { $0.map { Named(name: $0.key, counters: $0.value.counters) } }.sorted { $0.name < $1.name }
     }
 }

@@ -41,6 +41,15 @@ final class ListFixture {
         return try ChildProcess.run(MountedImgfs.binary, ["list", "add"] + extra + [mount.mountPoint, name, file])
     }
 
+    /// The counters of list `name` in `.imgfs/stats.json` (`lists[].counters`).
+    func counters(_ name: String) -> [String: Int] {
+        guard let data = FileManager.default.contents(atPath: "\(mount.mountPoint)/.imgfs/stats.json"),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let lists = object["lists"] as? [[String: Any]],
+              let list = lists.first(where: { $0["name"] as? String == name }) else { return [:] }
+        return (list["counters"] as? [String: Int]) ?? [:]
+    }
+
     /// The names `ls` prints for a directory under the mount.
     func ls(_ relative: String) throws -> [String] {
         let run = try ChildProcess.run("/bin/ls", ["\(mount.mountPoint)/\(relative)"])
