@@ -22,7 +22,7 @@ public enum ListText {
     public static func parse(_ text: String) -> (lines: [Line], problems: [Problem]) {
         var lines: [Line] = []
         var problems: [Problem] = []
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let fields = raw.split(separator: "\t", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { continue }
             do {
