@@ -149,8 +149,8 @@ public final class ImageRepository: Sendable {
 
     /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
     func resolveNow(_ url: ImageURL, refresh: Bool, priority: FetchPriority = .waited) -> Resolution {
+        let priority = max(priority, url.requestedPriority), key = url.cacheKey
         diskWrites.noteRequest()
-        let key = url.cacheKey
         // Looked up before taking the lock: a disk record may need a read of its metadata file.
         let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? tiers.source(key, counting: true) : nil
         let step = state.withLock { state -> Step in
