@@ -83,7 +83,8 @@ struct MountCommand: ParsableCommand {
                                          diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let registry = LongNameRegistry(directory: cacheDirectory.appendingPathComponent("names"))
         let lists = ListDirectories(store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
-                                    readAhead: ReadAhead(depth: readAhead, repository: repository))
+                                    readAhead: ReadAhead(depth: readAhead, repository: repository),
+                                    hosts: HostDirectories(tiers: repository.tiers))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: logger, lists: lists)
         let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), PurgeSignal.source])
         pressure.start { reason in

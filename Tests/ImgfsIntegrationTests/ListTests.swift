@@ -104,10 +104,12 @@ struct ListTests {
 /// Read-ahead and priorities through the real mount.
 @Suite("List read-ahead", .serialized, .enabled(if: FuseAvailability.available))
 struct ListReadAheadTests {
-    /// Opens entries `range` of `list` one after another, reading each whole; returns the seconds each took to its
-    /// first bytes.
-    static func step(_ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>) -> [Double] {
+    /// Opens entries `range` of `list` one after another, reading each whole and showing it for `viewing` seconds
+    /// (the simulated viewer's display time); returns the seconds each took to its first bytes.
+    static func step(_ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>,
+                     viewing: Double = 0) -> [Double] {
         range.map { index in
+            if viewing > 0 && index != range.lowerBound { Thread.sleep(forTimeInterval: viewing) }
             let path = "\(fixture.mount.mountPoint)/lists/\(list)/\(names[index - 1])"
             let start = DispatchTime.now().uptimeNanoseconds
             let descriptor = open(path, O_RDONLY)
@@ -127,7 +129,7 @@ struct ListReadAheadTests {
         #expect(try fixture.add("viewer", urls.joined(separator: "\n")).status == 0)
         let names = try fixture.ls("lists/viewer")
         #expect(names.count == 500 && fixture.origin.totalRequests == 0, "adding and listing fetched nothing")
-        let ttfb = step(fixture, list: "viewer", names: names, 1...30)
+        let ttfb = step(fixture, list: "viewer", names: names, 1...30, viewing: 0.03)
         _ = fixture.mount.waitForStatistics(timeout: 5) { $0["repository.in_flight"] == 0 }
         return (ttfb, fixture.origin.totalRequests, fixture.counters("viewer"))
     }
@@ -137,10 +139,11 @@ struct ListReadAheadTests {
         let (ttfb, gets, counters) = try Self.stepping(readAhead: 8)
         #expect(gets <= 30 + 8, "\(gets) GETs")
         let late = Array(ttfb.dropFirst(2)).sorted()
-        #expect(late[late.count / 2] <= 0.001, "median time to first byte from the third image: \(late[late.count / 2])")
-        #expect(late.filter { $0 >= 0.02 }.isEmpty, "no open from the third on waited for the origin: \(ttfb)")
+        print("stepping viewer, read-ahead 8: time to first byte \(ttfb.map { String(format: "%.4f", $0) })")
+        #expect(late[late.count * 9 / 10] <= 0.001, "90th percentile from the third image: \(late[late.count * 9 / 10])")
+        #expect(late.filter { $0 >= 0.005 }.isEmpty, "no open from the third on waited for the origin: \(ttfb)")
         #expect(counters["used"] ?? 0 >= 25 && counters["opens"] == 30, "\(counters)")
-        #expect(counters["hits"] ?? 0 >= 25, "\(counters)")
+        #expect(counters["hits"] ?? 0 >= 28, "\(counters)")
 
         let (plain, plainGets, _) = try Self.stepping(readAhead: 0)
         #expect(plainGets == 30)
@@ -166,5 +169,39 @@ struct ListReadAheadTests {
         let aheadOfFirst = (2...9).filter { requested.contains("/v/\($0).png") }
         #expect(aheadOfFirst.count <= 2, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
         #expect(fixture.counters("jump")["wasted"] == 8, "\(fixture.counters("jump"))")
+    }
+}
+
+/// `hosts/`: the cached images of each host, read-only.
+@Suite("Host folders", .serialized, .enabled(if: FuseAvailability.available))
+struct HostFolderTests {
+    @Test("hosts/ lists the hosts of cached images; hosts/<host>/ their images under readable names, same files")
+    func hosts() throws {
+        let fixture = try ListFixture(delay: 0.2)
+        defer { fixture.stop() }
+        let origin = fixture.origin
+        var slow = OriginResponse.ok(fixture.icons[5], contentType: "image/png")
+        slow.headerDelay = 0.2
+        origin.route("/raw/blob", slow)
+        #expect(try fixture.ls("hosts") == [])
+        let blob = "\(origin.baseURL)/raw/blob"
+        #expect(PosixFile.read(fixture.mount.path(blob)) == .success(fixture.icons[5]))
+        #expect(PosixFile.read(fixture.mount.path(fixture.url(3))) == .success(fixture.icons[3]))
+        let host = "127.0.0.1:\(origin.port)"
+        #expect(try fixture.ls("hosts") == [host])
+        let names = try fixture.ls("hosts/\(host)")
+        let blobKey = try ImageURL(blob).cacheKey.prefix(12), iconKey = try ImageURL(fixture.url(3)).cacheKey.prefix(12)
+        #expect(names == ["3-\(iconKey).png", "blob-\(blobKey).png"].sorted(), "\(names)")
+        let entry = "\(fixture.mount.mountPoint)/hosts/\(host)/blob-\(blobKey).png"
+        #expect(PosixFile.read(entry) == .success(fixture.icons[5]))
+        var a = stat(), b = stat()
+        #expect(stat(entry, &a) == 0 && stat(fixture.mount.path(blob), &b) == 0 && a.st_ino == b.st_ino)
+        #expect(origin.totalRequests == 2, "browsing hosts/ fetched nothing")
+        #expect(PosixFile.openError(entry, flags: O_WRONLY) == EROFS)
+        let data = try #require(FileManager.default.contents(atPath: "\(fixture.mount.mountPoint)/.imgfs/stats.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let hosts = try #require(object["hosts"] as? [[String: Any]])
+        let counters = try #require(hosts.first { $0["host"] as? String == host }?["counters"] as? [String: Int])
+        #expect(counters["opens"] == 3 && counters["misses"] == 2 && counters["hits"] == 1, "a miss waited: \(counters)")
     }
 }

@@ -15,14 +15,14 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ] + (lists == nil ? [] : [DirectoryEntry(name: Self.listsDirectory, inode: InodeTable.listsInode, kind: .directory)]))
+            ] + browseDirectories)
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
             listing = .images(leading: leading, keys: repository.tiers.keys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
-        case .lists, .list:
+        case .lists, .list, .hosts, .host:
             listing = listingInLists(node, leading: leading)
         case .image, .generated:
             return .failure(.notADirectory)
@@ -75,10 +75,12 @@ extension ImageFilesystem {
             let knownInodes: Int
             let repository: RepositoryStatistics
             let lists: [ReadAhead.Named]?
+            let hosts: [HostDirectories.Named]?
         }
         let document = Document(pid: ProcessInfo.processInfo.processIdentifier,
                                 uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
-                                repository: repository.statistics(), lists: lists?.readAhead.counters())
+                                repository: repository.statistics(), lists: lists?.readAhead.counters(),
+                                hosts: lists?.hosts.statistics())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

@@ -1,9 +1,17 @@
 import Foundation
 
-// MARK: - `lists/` and its list directories
+// MARK: - `lists/`, `hosts/` and the directories under them
 
 extension ImageFilesystem {
     static let listsDirectory = "lists"
+    static let hostsDirectory = "hosts"
+
+    /// The entries of `lists/` and `hosts/` in the root, when the mount has them.
+    var browseDirectories: [DirectoryEntry] {
+        guard lists != nil else { return [] }
+        return [DirectoryEntry(name: Self.listsDirectory, inode: InodeTable.listsInode, kind: .directory),
+                DirectoryEntry(name: Self.hostsDirectory, inode: InodeTable.hostsInode, kind: .directory)]
+    }
 
     /// `user.imgfs.list_store` on `lists/`: the directory `imgfs list` writes lists to.
     func listsAttributes() -> [(name: String, value: String)] {
@@ -19,6 +27,12 @@ extension ImageFilesystem {
             return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
         case .list(let list):
             return lists.entry(text, inList: list).map { .success(.image($0)) } ?? .failure(.notFound)
+        case .hosts:
+            return lists.hosts.hosts()[text] == nil && lists.hosts.hosts(rebuild: true)[text] == nil
+                ? .failure(.notFound) : .success(.host(text))
+        case .host(let host):
+            let url = lists.hosts.hosts()[host]?[text] ?? lists.hosts.hosts(rebuild: true)[host]?[text]
+            return url.map { .success(.image($0)) } ?? .failure(.notFound)
         default:
             return .failure(.notFound)
         }
@@ -37,6 +51,17 @@ extension ImageFilesystem {
             return .entries(leading + entries.map { entry in
                 let inode = inodes.existingInode(.image(entry.url)) ?? Self.pseudoInode(entry.url.cacheKey)
                 return DirectoryEntry(name: entry.name, inode: inode, kind: .file)
+            })
+        case .hosts:
+            return .entries(leading + lists.hosts.hosts(rebuild: true).keys.sorted().map { host in
+                DirectoryEntry(name: host, inode: inodes.existingInode(.host(host)) ?? Self.pseudoInode(host), kind: .directory)
+            })
+        case .host(let host):
+            let images = lists.hosts.hosts(rebuild: true)[host] ?? [:]
+            return .entries(leading + images.keys.sorted().map { name in
+                let url = images[name]!
+                let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(url.cacheKey)
+                return DirectoryEntry(name: name, inode: inode, kind: .file)
             })
         default:
             return .entries(leading)

@@ -11,6 +11,7 @@ extension ImageFilesystem {
                 if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
                 if lists != nil && name == Array(Self.listsDirectory.utf8) { return .success(.lists) }
+                if lists != nil && name == Array(Self.hostsDirectory.utf8) { return .success(.hosts) }
                 return .failure(.notFound)
             case .control:
                 guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
@@ -23,7 +24,7 @@ extension ImageFilesystem {
                 return try resolveChunk(name, after: "")
             case .chunkPrefix(let prefix):
                 return try resolveChunk(name, after: prefix)
-            case .lists, .list:
+            case .lists, .list, .hosts, .host:
                 return resolveInLists(name, in: directory)
             case .image, .generated:
                 return .failure(.notADirectory)

@@ -99,6 +99,7 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
+            lists?.lookedUp(url, report: repository.report(url))
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, reply: reply)
             } else {
@@ -166,7 +167,7 @@ public final class ImageFilesystem: Sendable {
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
-            lists?.opened(url)
+            lists?.opened(url, report: repository.report(url))
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }

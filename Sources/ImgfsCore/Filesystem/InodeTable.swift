@@ -18,6 +18,10 @@ public enum Node: Hashable, Sendable {
     case lists
     /// The directory of one URL list.
     case list(String)
+    /// `hosts/`, one directory per host of the cached images.
+    case hosts
+    /// The cached images of one host.
+    case host(String)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -30,6 +34,7 @@ public final class InodeTable: Sendable {
     public static let chunkRootInode: UInt64 = 3
     public static let controlInode: UInt64 = 4
     public static let listsInode: UInt64 = 8
+    public static let hostsInode: UInt64 = 9
 
     private struct Slot {
         var node: Node
@@ -54,6 +59,7 @@ public final class InodeTable: Sendable {
         case Self.chunkRootInode: .chunkRoot
         case Self.controlInode: .control
         case Self.listsInode: .lists
+        case Self.hostsInode: .hosts
         case let number where GeneratedFile.allCases.contains { $0.inode == number }:
             .generated(GeneratedFile.allCases.first { $0.inode == number }!)
         default: state.withLock { $0.slots[inode]?.node }
@@ -68,8 +74,9 @@ public final class InodeTable: Sendable {
         case .chunkRoot: return Self.chunkRootInode
         case .control: return Self.controlInode
         case .lists: return Self.listsInode
+        case .hosts: return Self.hostsInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image, .list:
+        case .chunkPrefix, .image, .list, .host:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -92,8 +99,9 @@ public final class InodeTable: Sendable {
         case .chunkRoot: Self.chunkRootInode
         case .control: Self.controlInode
         case .lists: Self.listsInode
+        case .hosts: Self.hostsInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image, .list: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .list, .host: state.withLock { $0.numbers[node] }
         }
     }
 

@@ -1,19 +1,22 @@
 import Foundation
 
-/// What `<mount>/lists/` shows: one directory per stored list, each entry the same image as `img/<encoded-url>`.
+/// What `<mount>/lists/` shows: one directory per stored list, each entry the same image as `img/<encoded-url>`;
+/// with ``HostDirectories`` (`<mount>/hosts/`), the folder views of the mount.
 ///
 /// Guarantees: listing and looking up never touch the network; an entry looked up in a list is remembered with its
 /// position, so that opening it (by whatever name) loads ahead in that list (``ReadAhead``).
 public final class ListDirectories: Sendable {
     public let store: ListStore
     public let readAhead: ReadAhead
+    public let hosts: HostDirectories
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
     private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
 
-    public init(store: ListStore, readAhead: ReadAhead) {
+    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
         self.store = store
         self.readAhead = readAhead
+        self.hosts = hosts
     }
 
     /// The entry `name` of list `list`, remembering its position.
@@ -27,10 +30,16 @@ public final class ListDirectories: Sendable {
         return url
     }
 
-    /// `url` is being opened: loads ahead when it was looked up in a list.
-    func opened(_ url: ImageURL) {
+    /// `url` is being looked up (by any name): remembers whether it was cached, for the hit and miss counters.
+    func lookedUp(_ url: ImageURL, report: ImageReport) {
+        hosts.lookedUp(url, cached: report.source == .memory || report.source == .disk)
+    }
+
+    /// `url` is being opened: counts it for its host, and loads ahead when it was looked up in a list.
+    func opened(_ url: ImageURL, report: ImageReport) {
+        let hit = hosts.opened(url, report: report)
         guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
               list.entries.indices.contains(index), list.entries[index].url == url else { return }
-        readAhead.opened(list, index: index)
+        readAhead.opened(list, index: index, hit: hit, bytes: report.metadata?.size ?? 0)
     }
 }

@@ -38,19 +38,17 @@ public final class ReadAhead: Sendable {
         self.repository = repository
     }
 
-    /// Entry `index` of `list` is being opened.
-    public func opened(_ list: ImageList, index: Int) {
+    /// Entry `index` of `list` is being opened; `hit` says whether it was cached, `bytes` its size when known.
+    public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0) {
         guard list.entries.indices.contains(index) else { return }
         let opened = list.entries[index].url
-        let report = repository.report(opened)
-        let hit = report.source == .memory || report.source == .disk
         let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].map(\.url)
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
             entry.counters.opens += 1
             entry.counters.hits += hit ? 1 : 0
             entry.counters.misses += hit ? 0 : 1
-            entry.counters.bytes += report.metadata?.size ?? 0
+            entry.counters.bytes += bytes
             if entry.pending.remove(opened) != nil { entry.counters.used += 1 }
             var abandoned: [ImageURL] = []
             if let last = entry.last, abs(index - last) > 2 * max(depth, 1) {
