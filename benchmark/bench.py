@@ -30,6 +30,8 @@ def main():
     parser.add_argument("--no-delay", action="store_true", help="skip the 20 ms round-trip variant")
     parser.add_argument("--no-restart", action="store_true", help="skip the restart with 100,000 cached entries")
     parser.add_argument("--restart-entries", type=int, default=0)
+    parser.add_argument("--lists", action="store_true",
+                        help="only the list rows: ls of a 10,000-entry list, the stepping viewer (read-ahead 0 and 8)")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
     args = parser.parse_args()
     if not (args.workdir and args.imgfs and args.results):
