@@ -169,6 +169,9 @@ struct ListReadAheadTests {
         let aheadOfFirst = (2...9).filter { requested.contains("/v/\($0).png") }
         #expect(aheadOfFirst.count <= 2, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
         #expect(fixture.counters("jump")["wasted"] == 8, "\(fixture.counters("jump"))")
+        let metrics = (try? String(contentsOfFile: "\(fixture.mount.mountPoint)/.imgfs/metrics", encoding: .utf8)) ?? ""
+        #expect(metrics.contains("imgfs_list_read_ahead_wasted_total{list=\"jump\"} 8\n"), "\(metrics.suffix(800))")
+        #expect(metrics.contains("imgfs_host_opens_total{host=\"127.0.0.1:\(fixture.origin.port)\"} 2\n"))
     }
 }
 

@@ -63,7 +63,8 @@ extension ImageFilesystem {
     func content(of file: GeneratedFile) -> [UInt8] {
         switch file {
         case .statistics: statisticsJSON()
-        case .metrics: Array(PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime)).utf8)
+        case .metrics: Array((PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime))
+                              + browseMetrics()).utf8)
         }
     }
 

@@ -18,6 +18,29 @@ extension ImageFilesystem {
         lists.map { [(Self.attributePrefix + "list_store", $0.store.directory.path)] } ?? []
     }
 
+    /// The per-list and per-host counters in the Prometheus text format (appended to `.imgfs/metrics`).
+    func browseMetrics() -> String {
+        guard let lists else { return "" }
+        func label(_ text: String) -> String {
+            text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+        }
+        var lines: [String] = []
+        for named in lists.readAhead.counters() {
+            let c = named.counters, l = "list=\"\(label(named.name))\""
+            lines += ["imgfs_list_opens_total{\(l)} \(c.opens)", "imgfs_list_hits_total{\(l)} \(c.hits)",
+                      "imgfs_list_misses_total{\(l)} \(c.misses)", "imgfs_list_bytes_total{\(l)} \(c.bytes)",
+                      "imgfs_list_read_ahead_used_total{\(l)} \(c.used)",
+                      "imgfs_list_read_ahead_wasted_total{\(l)} \(c.wasted)"]
+        }
+        for named in lists.hosts.statistics() {
+            let c = named.counters, l = "host=\"\(label(named.host))\""
+            lines += ["imgfs_host_opens_total{\(l)} \(c.opens)", "imgfs_host_hits_total{\(l)} \(c.hits)",
+                      "imgfs_host_misses_total{\(l)} \(c.misses)", "imgfs_host_bytes_total{\(l)} \(c.bytes)"]
+        }
+        return lines.map { $0 + "\n" }.joined()
+    }
+
     /// The node `name` stands for in `lists/` or in a list's directory.
     func resolveInLists(_ name: [UInt8], in directory: Node) -> Result<Node, FilesystemError> {
         guard let lists else { return .failure(.notFound) }
