@@ -50,13 +50,13 @@ enum ListNaming {
     /// already taken gets `-2`, `-3`, ... before its extension.
     static func list(_ name: String, lines: [ListText.Line], extensions: [ImageURL: String],
                      previous: ImageList?) -> ImageList {
-        var kept: [ImageURL: [String]] = [:]
-        for entry in previous?.entries ?? [] { kept[entry.url, default: []].append(entry.name) }
+        var kept: [String: [String]] = [:]
+        for entry in previous?.entries ?? [] { kept[entry.urlText, default: []].append(entry.name) }
         var taken = Set<String>()
         var entries: [ImageList.Entry] = []
         for (index, line) in lines.enumerated() {
-            var entryName = kept[line.url]?.first.map { first in
-                kept[line.url]?.removeFirst()
+            var entryName = kept[line.url.string]?.first.map { first in
+                kept[line.url.string]?.removeFirst()
                 return first
             } ?? EntryNamer.name(index: index, count: lines.count, url: line.url, given: line.givenName,
                                  knownExtension: extensions[line.url])

@@ -1,6 +1,7 @@
 """The list rows (issue 16), run with `bench --lists`: `ls` and `ls -l` of a 10,000-entry list against the same
 names on tmpfs, and a viewer stepping through 30 entries of a 500-entry list, directly and through the 20 ms delay
 line, with read-ahead 0 and 8 (time per image, origin GETs)."""
+import itertools
 import os
 import subprocess
 import time
@@ -12,6 +13,7 @@ LIST_ENTRIES = 10_000
 VIEWER_ENTRIES = 500
 VIEWER_STEPS = 30
 VIEWER_DISPLAY = 0.03  # seconds each image stays on screen
+_MOUNTS = itertools.count(100)  # mount directories of these rows, apart from the other rows' imgfs-<n>
 
 # (key, label, unit, better, limit label), appended to the report's rows when the list rows ran.
 LIST_WORKLOADS = [
@@ -35,7 +37,7 @@ class ReadAheadImgfs(Imgfs):
     def __init__(self, bench, binary, read_ahead):
         super().__init__(bench, binary)
         self.read_ahead = read_ahead
-        self.name = "imgfs"
+        self.counter = _MOUNTS
 
     def command(self, origin_url, mountpoint, cache):
         return super().command(origin_url, mountpoint, cache) + ["--read-ahead", str(self.read_ahead)]

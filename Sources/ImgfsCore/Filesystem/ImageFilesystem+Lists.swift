@@ -70,10 +70,11 @@ extension ImageFilesystem {
                 DirectoryEntry(name: name, inode: inodes.existingInode(.list(name)) ?? Self.pseudoInode(name), kind: .directory)
             })
         case .list(let name):
+            // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
             let entries = lists.store.list(name, recheck: true)?.entries ?? []
             return .entries(leading + entries.map { entry in
-                let inode = inodes.existingInode(.image(entry.url)) ?? Self.pseudoInode(entry.url.cacheKey)
-                return DirectoryEntry(name: entry.name, inode: inode, kind: .file)
+                DirectoryEntry(name: entry.name, inode: UInt64(truncatingIfNeeded: entry.name.hashValue) | 1 << 63,
+                               kind: .file)
             })
         case .hosts:
             return .entries(leading + lists.hosts.hosts(rebuild: true).keys.sorted().map { host in

@@ -12,6 +12,8 @@ public final class ListDirectories: Sendable {
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
     private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
+    /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
+    private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
 
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
         self.store = store
@@ -21,8 +23,8 @@ public final class ListDirectories: Sendable {
 
     /// The entry `name` of list `list`, remembering its position.
     func entry(_ name: String, inList list: String) -> ImageURL? {
-        guard let images = store.list(list), let index = images.index(of: name) else { return nil }
-        let url = images.entries[index].url
+        guard let images = store.list(list), let index = images.index(of: name),
+              let url = images.entries[index].url else { return nil }
         positions.withLock { positions in
             if positions.count >= Self.positionLimit { positions.removeAll() }
             positions[url] = (list, index)
@@ -38,8 +40,12 @@ public final class ListDirectories: Sendable {
     /// `url` is being opened: counts it for its host, and loads ahead when it was looked up in a list.
     func opened(_ url: ImageURL, report: ImageReport) {
         let hit = hosts.opened(url, report: report)
-        guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
-              list.entries.indices.contains(index), list.entries[index].url == url else { return }
-        readAhead.opened(list, index: index, hit: hit, bytes: report.metadata?.size ?? 0)
+        guard let (name, index) = positions.withLock({ $0[url] }) else { return }
+        let bytes = report.metadata?.size ?? 0
+        readAheadQueue.async { [self] in
+            guard let list = store.list(name), list.entries.indices.contains(index),
+                  list.entries[index].urlText == url.string else { return }
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes)
+        }
     }
 }

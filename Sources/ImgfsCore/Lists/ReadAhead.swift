@@ -41,8 +41,8 @@ public final class ReadAhead: Sendable {
     /// Entry `index` of `list` is being opened; `hit` says whether it was cached, `bytes` its size when known.
     public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0) {
         guard list.entries.indices.contains(index) else { return }
-        let opened = list.entries[index].url
-        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].map(\.url)
+        guard let opened = list.entries[index].url else { return }
+        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].compactMap(\.url)
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
             entry.counters.opens += 1
