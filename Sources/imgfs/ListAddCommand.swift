@@ -39,6 +39,8 @@ struct ListAddCommand: ParsableCommand {
             .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
         let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: store.list(name, recheck: true))
         try store.save(list)
+        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
+        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
         print("list \(name): \(list.entries.count) entries\(problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped")")
         if !problems.isEmpty { throw ExitCode.failure }
     }
