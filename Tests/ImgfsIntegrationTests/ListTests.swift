@@ -73,6 +73,24 @@ struct ListTests {
         #expect(fixture.origin.totalRequests == 0)
     }
 
+    @Test("a list of 100,000 URLs: added, listed in order and opened without fetching anything else")
+    func hundredThousand() throws {
+        let fixture = try ListFixture()
+        defer { fixture.stop() }
+        let urls = (1...100_000).map { "\(fixture.origin.baseURL)/v/\($0).png" }
+        let start = Date()
+        let added = try fixture.add("huge", urls.joined(separator: "\n"), extra: ["--no-probe"])
+        #expect(added.status == 0, "\(added.output)")
+        let names = try fixture.ls("lists/huge")
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(names.count == 100_000 && names.first == "000001-1.png" && names.last == "100000-100000.png")
+        #expect(names == names.sorted(), "names sort in list order")
+        #expect(elapsed < 30, "adding and listing took \(elapsed) s")
+        #expect(PosixFile.read("\(fixture.mount.mountPoint)/lists/huge/054321-54321.png")
+            == .success(fixture.icons[54321 % 8]))
+        #expect(fixture.origin.totalRequests <= 1 + 8, "the opened image and its read-ahead only")
+    }
+
     @Test("lists survive a restart; a list edited while browsed keeps the names of the entries that stay")
     func restartAndEdit() throws {
         let cache = "/tmp/imgfs-list-cache-\(getpid())-\(UUID().uuidString.prefix(6))"
