@@ -37,11 +37,13 @@ struct ListAddCommand: ParsableCommand {
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
         let extensions = noProbe ? [:] : ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
             .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
-        let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: store.list(name, recheck: true))
+        let previous = store.list(name, recheck: true)
+        let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
         try store.save(list)
         // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
         _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
-        print("list \(name): \(list.entries.count) entries\(problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped")")
+        let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
+        print("list \(name): \(list.entries.count) entries\(skipped)")
         if !problems.isEmpty { throw ExitCode.failure }
     }
 }

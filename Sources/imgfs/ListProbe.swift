@@ -35,7 +35,9 @@ struct ListProbe {
     }
 
     private func probe(_ url: ImageURL) -> String? {
-        guard case .plain(let name) = ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count) else { return nil }
+        guard case .plain(let name) = ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count) else {
+            return nil
+        }
         let file = "\(mountPoint)/\(ImagePath.imagesDirectory)/\(name)"
         var status = stat()
         guard stat(file, &status) == 0 else { return nil }

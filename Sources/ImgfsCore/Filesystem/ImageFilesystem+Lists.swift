@@ -41,6 +41,11 @@ extension ImageFilesystem {
         return lines.map { $0 + "\n" }.joined()
     }
 
+    /// A readdir inode number for a name the kernel has not looked up (d_ino is informational).
+    static func nameInode(_ name: String) -> UInt64 {
+        UInt64(truncatingIfNeeded: name.hashValue) | 1 << 63
+    }
+
     /// The node `name` stands for in `lists/` or in a list's directory.
     func resolveInLists(_ name: [UInt8], in directory: Node) -> Result<Node, FilesystemError> {
         guard let lists else { return .failure(.notFound) }
@@ -67,18 +72,19 @@ extension ImageFilesystem {
         switch directory {
         case .lists:
             return .entries(leading + lists.store.names().map { name in
-                DirectoryEntry(name: name, inode: inodes.existingInode(.list(name)) ?? Self.pseudoInode(name), kind: .directory)
+                let inode = inodes.existingInode(.list(name)) ?? Self.nameInode(name)
+                return DirectoryEntry(name: name, inode: inode, kind: .directory)
             })
         case .list(let name):
             // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
             let entries = lists.store.list(name, recheck: true)?.entries ?? []
             return .entries(leading + entries.map { entry in
-                DirectoryEntry(name: entry.name, inode: UInt64(truncatingIfNeeded: entry.name.hashValue) | 1 << 63,
-                               kind: .file)
+                DirectoryEntry(name: entry.name, inode: Self.nameInode(entry.name), kind: .file)
             })
         case .hosts:
             return .entries(leading + lists.hosts.hosts(rebuild: true).keys.sorted().map { host in
-                DirectoryEntry(name: host, inode: inodes.existingInode(.host(host)) ?? Self.pseudoInode(host), kind: .directory)
+                let inode = inodes.existingInode(.host(host)) ?? Self.nameInode(host)
+                return DirectoryEntry(name: host, inode: inode, kind: .directory)
             })
         case .host(let host):
             let images = lists.hosts.hosts(rebuild: true)[host] ?? [:]

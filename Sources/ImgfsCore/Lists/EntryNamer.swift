@@ -50,7 +50,8 @@ public enum EntryNamer {
         var result = ""
         var pendingDash = false
         for scalar in text.unicodeScalars {
-            let keep = scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar)
+            let keep = scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                || "-_.".unicodeScalars.contains(scalar)
             if keep && scalar != "-" {
                 if pendingDash && !result.isEmpty { result.unicodeScalars.append("-") }
                 pendingDash = false

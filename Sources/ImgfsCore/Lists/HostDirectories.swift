@@ -45,19 +45,22 @@ public final class HostDirectories: Sendable {
         let (stem, own) = EntryNamer.splitExtension(EntryNamer.lastSegment(of: url))
         let clean = EntryNamer.sanitize(stem)
         let base = (clean.isEmpty ? "" : clean + "-") + key.prefix(12)
-        let fileExtension = own ?? ImageExtension.fromPath(of: url) ?? contentType.flatMap(ImageExtension.forContentType)
+        let fileExtension = own ?? ImageExtension.fromPath(of: url)
+            ?? contentType.flatMap(ImageExtension.forContentType)
         return fileExtension.map { "\(base).\($0)" } ?? base
     }
 
     /// Every host with cached images, and their images by name.
     func hosts(rebuild: Bool = false) -> [String: [String: ImageURL]] {
-        if !rebuild, let current = view.withLock({ Date().timeIntervalSince($0.built) < Self.refreshInterval ? $0.hosts : nil }) {
+        let current = view.withLock { Date().timeIntervalSince($0.built) < Self.refreshInterval ? $0.hosts : nil }
+        if !rebuild, let current {
             return current
         }
         var hosts: [String: [String: ImageURL]] = [:]
         for key in tiers.keys() {
             guard let url = tiers.url(forKey: key) else { continue }
-            let type = tiers.memory.peek(key)?.metadata.contentType ?? tiers.disk?.record(forKey: key)?.metadata.contentType
+            let type = tiers.memory.peek(key)?.metadata.contentType
+                ?? tiers.disk?.record(forKey: key)?.metadata.contentType
             hosts[Self.directoryName(url), default: [:]][Self.entryName(url, key: key, contentType: type)] = url
         }
         view.withLock { $0 = (Date(), hosts) }

@@ -26,7 +26,9 @@ public final class ListStore: Sendable {
     /// Refuses names that are empty, over 200 bytes, `.`/`..`, or hold `/`, NUL, control characters or a leading dot.
     public static func validate(_ name: String) throws(InvalidName) {
         if name.isEmpty { throw InvalidName(description: "a list name cannot be empty") }
-        if name.utf8.count > 200 { throw InvalidName(description: "a list name is at most 200 bytes (this one is \(name.utf8.count))") }
+        if name.utf8.count > 200 {
+            throw InvalidName(description: "a list name is at most 200 bytes (this one is \(name.utf8.count))")
+        }
         if name.contains("/") { throw InvalidName(description: "a list name cannot contain '/'") }
         if name.hasPrefix(".") { throw InvalidName(description: "a list name cannot start with '.' (such as '..')") }
         if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
@@ -45,7 +47,8 @@ public final class ListStore: Sendable {
     public func list(_ name: String, recheck: Bool = false) -> ImageList? {
         guard (try? Self.validate(name)) != nil else { return nil }
         let now = Date()
-        if !recheck, let cached = loaded.withLock({ $0[name] }), now.timeIntervalSince(cached.checked) < Self.recheckInterval {
+        if !recheck, let cached = loaded.withLock({ $0[name] }),
+           now.timeIntervalSince(cached.checked) < Self.recheckInterval {
             return cached.list
         }
         let path = file(name).path
@@ -68,7 +71,8 @@ public final class ListStore: Sendable {
         try Self.validate(list.name)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let temporary = directory.appendingPathComponent(".\(list.name).\(ProcessInfo.processInfo.processIdentifier).tmp")
+        let process = ProcessInfo.processInfo.processIdentifier
+        let temporary = directory.appendingPathComponent(".\(list.name).\(process).tmp")
         try Data(list.storedText.utf8).write(to: temporary)
         try DiskCacheIO.rename(temporary.path, to: file(list.name).path)
     }

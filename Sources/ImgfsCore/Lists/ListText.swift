@@ -23,7 +23,8 @@ public enum ListText {
         var lines: [Line] = []
         var problems: [Problem] = []
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let fields = raw.split(separator: "\t", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let fields = raw.split(separator: "\t", maxSplits: 1)
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { continue }
             do {
                 let url = try ImageURL(first)

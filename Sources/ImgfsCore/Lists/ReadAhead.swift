@@ -42,7 +42,8 @@ public final class ReadAhead: Sendable {
     public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0) {
         guard list.entries.indices.contains(index) else { return }
         guard let opened = list.entries[index].url else { return }
-        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<min(list.entries.count, index + 1 + depth)].compactMap(\.url)
+        let end = min(list.entries.count, index + 1 + depth)
+        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<end].compactMap(\.url)
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
             entry.counters.opens += 1
