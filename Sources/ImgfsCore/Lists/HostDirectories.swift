@@ -9,7 +9,7 @@ import Foundation
 /// every ``refreshInterval`` and whenever `hosts/` itself is listed.
 public final class HostDirectories: Sendable {
     /// Per-host counters of opens.
-    public struct Counters: Sendable, Codable, Equatable {
+    public struct Counters: OpenCounting, Sendable, Codable, Equatable {
         public var opens = 0
         public var hits = 0
         public var misses = 0
@@ -83,12 +83,7 @@ public final class HostDirectories: Sendable {
         let missedAtLookup = uncached.withLock { $0.remove(url) != nil }
         let hit = !missedAtLookup && (report.source == .memory || report.source == .disk)
         counters.withLock { counters in
-            var entry = counters[Self.directoryName(url)] ?? Counters()
-            entry.opens += 1
-            entry.hits += hit ? 1 : 0
-            entry.misses += hit ? 0 : 1
-            entry.bytes += report.metadata?.size ?? 0
-            counters[Self.directoryName(url)] = entry
+            counters[Self.directoryName(url), default: Counters()].countOpen(hit: hit, bytes: report.metadata?.size ?? 0)
         }
         return hit
     }

@@ -10,7 +10,7 @@ import Foundation
 /// (given up by a jump before anyone opened them, whether or not their transfer had finished).
 public final class ReadAhead: Sendable {
     /// Per-list counters.
-    public struct Counters: Sendable, Codable, Equatable {
+    public struct Counters: OpenCounting, Sendable, Codable, Equatable {
         public var opens = 0
         /// Opens that found the image cached (memory or disk), and those that did not.
         public var hits = 0
@@ -46,10 +46,7 @@ public final class ReadAhead: Sendable {
         let ahead = depth == 0 ? [] : list.entries[(index + 1)..<end].compactMap(\.url)
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
-            entry.counters.opens += 1
-            entry.counters.hits += hit ? 1 : 0
-            entry.counters.misses += hit ? 0 : 1
-            entry.counters.bytes += bytes
+            entry.counters.countOpen(hit: hit, bytes: bytes)
             if entry.pending.remove(opened) != nil { entry.counters.used += 1 }
             var abandoned: [ImageURL] = []
             if let last = entry.last, abs(index - last) > 2 * max(depth, 1) {
