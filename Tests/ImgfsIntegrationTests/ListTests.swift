@@ -69,7 +69,13 @@ struct ListTests {
         #expect(shown.output == "empty\t0\ntwo\t2\n")
         #expect(try ChildProcess.run(MountedImgfs.binary, ["list", "rm", fixture.mount.mountPoint, "two"]).status == 0)
         #expect(try fixture.ls("lists") == ["empty"])
-        #expect(PosixFile.size("\(fixture.mount.mountPoint)/lists/two/00001-1.png") == .failure(Errno(ENOENT)))
+        // `list add` looked the folder up; the kernel keeps that name for at most a second (stat of a folder fetches
+        // nothing).
+        let removed = "\(fixture.mount.mountPoint)/lists/two"
+        let deadline = Date().addingTimeInterval(5)
+        while PosixFile.size(removed) != .failure(Errno(ENOENT)) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(PosixFile.size(removed) == .failure(Errno(ENOENT)))
+        #expect(PosixFile.size("\(removed)/00001-1.png") == .failure(Errno(ENOENT)))
         #expect(fixture.origin.totalRequests == 0)
     }
 
@@ -187,7 +193,9 @@ struct ListReadAheadTests {
         _ = fixture.mount.waitForStatistics(timeout: 10) { $0["repository.in_flight"] == 0 }
         let requested = Set(fixture.origin.requests().map(\.path))
         let aheadOfFirst = (2...9).filter { requested.contains("/v/\($0).png") }
-        #expect(aheadOfFirst.count <= 2, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
+        // Without cancellation all 8 are fetched; with it, the one running at the jump (and, on a loaded machine, one or
+        // two that ran before the jump was seen).
+        #expect(aheadOfFirst.count <= 4, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
         #expect(fixture.counters("jump")["wasted"] == 8, "\(fixture.counters("jump"))")
         let metrics = (try? String(contentsOfFile: "\(fixture.mount.mountPoint)/.imgfs/metrics", encoding: .utf8)) ?? ""
         #expect(metrics.contains("imgfs_list_read_ahead_wasted_total{list=\"jump\"} 8\n"), "\(metrics.suffix(800))")

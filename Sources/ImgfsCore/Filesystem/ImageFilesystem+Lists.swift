@@ -41,6 +41,26 @@ extension ImageFilesystem {
         return lines.map { $0 + "\n" }.joined()
     }
 
+    /// Seconds the kernel may keep a name found under `lists/` or `hosts/`: lists change and are removed, and the host
+    /// view follows the caches.
+    static let browseEntryTimeout = 1.0
+
+    /// `reply`, with the entry timeout of names under `lists/` and `hosts/` when `directory` is one of them.
+    func browseReply(in directory: Node, _ reply: @escaping EntryReply) -> EntryReply {
+        switch directory {
+        case .lists, .list, .hosts, .host:
+            return { result in
+                reply(result.map { entry in
+                    var entry = entry
+                    entry.entryTimeout = min(entry.entryTimeout, Self.browseEntryTimeout)
+                    return entry
+                })
+            }
+        default:
+            return reply
+        }
+    }
+
     /// A readdir inode number for a name the kernel has not looked up (d_ino is informational).
     static func nameInode(_ name: String) -> UInt64 {
         UInt64(truncatingIfNeeded: name.hashValue) | 1 << 63

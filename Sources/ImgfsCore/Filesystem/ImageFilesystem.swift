@@ -95,6 +95,7 @@ public final class ImageFilesystem: Sendable {
     public func lookup(parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
                        reply: @escaping EntryReply) {
         guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
+        let reply = browseReply(in: directory, reply)
         switch resolve(name, in: directory) {
         case .failure(let error):
             reply(.failure(error))
