@@ -59,7 +59,7 @@ public final class ImageFilesystem: Sendable {
     let generatedFiles = Locked<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
-    private let openHandles = Locked<[UInt64: Int]>([:])
+    let openHandles = Locked<[UInt64: Int]>([:])
     /// Image inodes whose fetch failed while a lookup waited for it: the next getattr reports the failure (unless an
     /// open reported it first).
     let unreportedFailures = Locked<Set<UInt64>>([])
@@ -74,6 +74,7 @@ public final class ImageFilesystem: Sendable {
         self.configuration = configuration
         self.logger = logger
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
+        lists?.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
     }
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).

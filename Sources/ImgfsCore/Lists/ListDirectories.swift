@@ -14,6 +14,7 @@ public final class ListDirectories: Sendable {
     static let positionLimit = 500_000
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
     private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
+    private let openHandles = Locked<(@Sendable (ImageURL) -> Int)?>(nil)
 
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
         self.store = store
@@ -32,6 +33,11 @@ public final class ListDirectories: Sendable {
         return url
     }
 
+    /// Installs what tells how many file handles are open on an image (a jump never calls off an open file's transfer).
+    func onOpenHandles(_ count: @escaping @Sendable (ImageURL) -> Int) {
+        openHandles.withLock { $0 = count }
+    }
+
     /// `url` is being looked up (by any name): remembers whether it was cached, for the hit and miss counters.
     func lookedUp(_ url: ImageURL, report: ImageReport) {
         hosts.lookedUp(url, cached: report.source == .memory || report.source == .disk)
@@ -45,7 +51,8 @@ public final class ListDirectories: Sendable {
         readAheadQueue.async { [self] in
             guard let list = store.list(name), list.entries.indices.contains(index),
                   list.entries[index].urlText == url.string else { return }
-            readAhead.opened(list, index: index, hit: hit, bytes: bytes)
+            let count = openHandles.withLock { $0 } ?? { _ in 0 }
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes, openHandles: count)
         }
     }
 }

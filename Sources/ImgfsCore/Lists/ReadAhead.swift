@@ -39,7 +39,9 @@ public final class ReadAhead: Sendable {
     }
 
     /// Entry `index` of `list` is being opened; `hit` says whether it was cached, `bytes` its size when known.
-    public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0) {
+    /// `openHandles` tells how many file handles are open on an image (its transfer is then never called off).
+    public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0,
+                       openHandles: (ImageURL) -> Int = { _ in 0 }) {
         guard list.entries.indices.contains(index) else { return }
         guard let opened = list.entries[index].url else { return }
         let end = min(list.entries.count, index + 1 + depth)
@@ -59,7 +61,7 @@ public final class ReadAhead: Sendable {
             lists[list.name] = entry
             return (abandoned, toStart)
         }
-        for url in abandoned { repository.readerGaveUp(url, openHandles: 0) }
+        for url in abandoned { repository.readerGaveUp(url, openHandles: openHandles(url)) }
         var started = 0
         for url in toStart {
             if case .success(nil) = repository.prepare(url, priority: .readAhead) { started += 1 }
