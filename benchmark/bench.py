@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--restart-entries", type=int, default=0)
     parser.add_argument("--shared-tier", action="store_true",
                         help="only the shared-tier rows (--shared-cache on a private redis-server; benchkit/shared_tier)")
+    parser.add_argument("--lists", action="store_true",
+                        help="only the list rows: ls of a 10,000-entry list, the stepping viewer (read-ahead 0 and 8)")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
     parser.add_argument("--thumbnails", action="store_true",
                         help="run only the thumbnail rows (thumb/256/ vs vipsthumbnail and Pillow)")

@@ -1,11 +1,19 @@
-/// Waiting transfers, admitted first-come first-served within a limit of simultaneous transfers in total and per
-/// host.
+import ImgfsCore
+
+/// Waiting transfers, admitted by priority class and first-come first-served within a class, within a limit of
+/// simultaneous transfers in total and per host.
 ///
 /// Guarantees: an item is admitted only while fewer than `maxActive` are active and fewer than its host's limit
-/// (`maxPerHost`, or the host's own from `hostLimit`) of its host are; among the items that may start, the oldest
-/// starts first; a host at its limit never holds back items of
-/// other hosts (no head-of-line blocking across hosts). Not thread safe: one owner drives it.
+/// (`maxPerHost`, or the host's own from `hostLimit`, asked again whenever an item of the host is queued) of its host
+/// are; among the items that may start, one of the most urgent class starts first, and within a class the oldest;
+/// a host at its limit never holds back items of other hosts (no head-of-line blocking across hosts); a promoted item
+/// keeps its age in its new class. Not thread safe: one owner drives it.
 public struct AdmissionQueue<Item> {
+    private struct Key: Hashable {
+        let host: String
+        let priority: FetchPriority
+    }
+
     private struct Waiting {
         let sequence: Int
         let item: Item
@@ -13,8 +21,6 @@ public struct AdmissionQueue<Item> {
 
     /// One host's waiting items; `head` indexes the oldest, so taking it costs no copy.
     private struct HostQueue {
-        /// Transfers of this host at once (`maxPerHost`, or what `hostLimit` said when the queue was made).
-        let limit: Int
         var items: [Waiting] = []
         var head = 0
         var oldest: Waiting? { head < items.count ? items[head] : nil }
@@ -33,16 +39,17 @@ public struct AdmissionQueue<Item> {
 
     public let maxActive: Int
     public let maxPerHost: Int
-    private var waitingByHost: [String: HostQueue] = [:]
+    private var waitingByHost: [Key: HostQueue] = [:]
     private var activeByHost: [String: Int] = [:]
+    /// Each host's limit, as `hostLimit` last said.
+    private var limitByHost: [String: Int] = [:]
+    /// A limit of a host's own (a policy rule's), or nil for `maxPerHost`.
+    private let hostLimit: (String) -> Int?
     private var nextSequence = 0
     /// How many admitted items have not finished.
     public private(set) var activeCount = 0
     /// How many items wait.
     public private(set) var waitingCount = 0
-
-    /// Asked once per host when it gets a queue: a limit of its own (a policy rule's), or nil for `maxPerHost`.
-    private let hostLimit: (String) -> Int?
 
     public init(maxActive: Int, maxPerHost: Int, hostLimit: @escaping (String) -> Int? = { _ in nil }) {
         self.maxActive = max(1, maxActive)
@@ -50,10 +57,11 @@ public struct AdmissionQueue<Item> {
         self.hostLimit = hostLimit
     }
 
-    /// Adds `item`, for `host`, to the end of the queue.
-    public mutating func enqueue(_ item: Item, host: String) {
-        let waiting = Waiting(sequence: nextSequence, item: item)
-        waitingByHost[host, default: HostQueue(limit: max(1, hostLimit(host) ?? maxPerHost))].items.append(waiting)
+    /// Adds `item`, for `host`, to the end of its class.
+    public mutating func enqueue(_ item: Item, host: String, priority: FetchPriority = .waited) {
+        limitByHost[host] = max(1, hostLimit(host) ?? maxPerHost)
+        waitingByHost[Key(host: host, priority: priority), default: HostQueue()].items
+            .append(Waiting(sequence: nextSequence, item: item))
         nextSequence += 1
         waitingCount += 1
     }
@@ -62,14 +70,17 @@ public struct AdmissionQueue<Item> {
     public mutating func admit() -> [(item: Item, host: String)] {
         var admitted: [(item: Item, host: String)] = []
         while activeCount < maxActive {
-            var best: (host: String, sequence: Int)?
-            for (host, queue) in waitingByHost where activeByHost[host, default: 0] < queue.limit {
-                if let oldest = queue.oldest, oldest.sequence < best?.sequence ?? .max { best = (host, oldest.sequence) }
+            var best: (key: Key, rank: (Int, Int))?
+            for (key, queue) in waitingByHost
+            where activeByHost[key.host, default: 0] < limitByHost[key.host, default: maxPerHost] {
+                guard let oldest = queue.oldest else { continue }
+                let rank = (key.priority.rawValue, oldest.sequence)
+                if best.map({ rank < $0.rank }) ?? true { best = (key, rank) }
             }
-            guard let host = best?.host else { break }
-            admitted.append((waitingByHost[host]!.takeOldest().item, host))
-            if waitingByHost[host]?.oldest == nil { waitingByHost[host] = nil }
-            activeByHost[host, default: 0] += 1
+            guard let key = best?.key else { break }
+            admitted.append((waitingByHost[key]!.takeOldest().item, key.host))
+            if waitingByHost[key]?.oldest == nil { waitingByHost[key] = nil }
+            activeByHost[key.host, default: 0] += 1
             activeCount += 1
             waitingCount -= 1
         }
@@ -85,13 +96,31 @@ public struct AdmissionQueue<Item> {
 
     /// Removes the first waiting item that `matches`, if any.
     public mutating func removeWaiting(where matches: (Item) -> Bool) -> Item? {
-        for (host, queue) in waitingByHost {
+        take(where: matches)?.waiting.item
+    }
+
+    /// Moves the waiting item that `matches` up to `priority` when it waits in a less urgent class, keeping its age;
+    /// returns whether it moved.
+    @discardableResult
+    public mutating func promote(where matches: (Item) -> Bool, to priority: FetchPriority) -> Bool {
+        guard let (key, waiting) = take(where: matches) else { return false }
+        let target = Key(host: key.host, priority: min(priority, key.priority))
+        var queue = waitingByHost[target] ?? HostQueue()
+        let index = queue.items[queue.head...].firstIndex { $0.sequence > waiting.sequence } ?? queue.items.endIndex
+        queue.items.insert(waiting, at: index)
+        waitingByHost[target] = queue
+        waitingCount += 1
+        return target != key
+    }
+
+    private mutating func take(where matches: (Item) -> Bool) -> (key: Key, waiting: Waiting)? {
+        for (key, queue) in waitingByHost {
             guard let index = queue.items[queue.head...].firstIndex(where: { matches($0.item) }) else { continue }
             var rest = queue
             let removed = rest.items.remove(at: index)
-            waitingByHost[host] = rest.oldest == nil ? nil : rest
+            waitingByHost[key] = rest.oldest == nil ? nil : rest
             waitingCount -= 1
-            return removed.item
+            return (key, removed)
         }
         return nil
     }

@@ -16,6 +16,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private struct Inbox {
         var submitted: [CurlTransfer] = []
         var cancelled: [Int] = []
+        var promoted: [(id: Int, priority: FetchPriority)] = []
         var stopping = false
         var nextID = 1
     }
@@ -86,15 +87,20 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
+    fileprivate func promote(_ id: Int, to priority: FetchPriority) {
+        inbox.withLock { $0.promoted.append((id, priority)) }
+        curl_multi_wakeup(multi)
+    }
+
     // MARK: - The fetcher thread
 
     private func run() {
         TerminationSignals.block()
         var stillRunning: Int32 = 0
         while true {
-            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
-                defer { inbox.submitted.removeAll(); inbox.cancelled.removeAll() }
-                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+            let (submitted, cancelled, promoted, stopping) = inbox.withLock { inbox in
+                defer { inbox.submitted.removeAll(); inbox.cancelled.removeAll(); inbox.promoted.removeAll() }
+                return (inbox.submitted, inbox.cancelled, inbox.promoted, inbox.stopping)
             }
             if stopping { break }
             for transfer in submitted {
@@ -102,9 +108,10 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 if hold > 0 {
                     delayed.append((.now + .milliseconds(Int(hold * 1000)), transfer))
                 } else {
-                    queue.enqueue(transfer, host: transfer.url.hostKey)
+                    queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
                 }
             }
+            for (id, priority) in promoted { queue.promote(where: { $0.id == id }, to: priority) }
             cancelled.forEach(cancelNow)
             enqueueDueRetries()
             admitWaiting()
@@ -151,7 +158,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         let now = ContinuousClock.now
         let due = delayed.filter { $0.due <= now }
         delayed.removeAll { $0.due <= now }
-        for (_, transfer) in due { queue.enqueue(transfer, host: transfer.url.hostKey) }
+        for (_, transfer) in due {
+            queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
+        }
     }
 
     /// Milliseconds to wait for activity: at most a second, less when a retry falls due sooner.
@@ -198,4 +207,6 @@ struct CurlTransferHandle: TransferHandle {
     let id: Int
 
     func cancel() { fetcher?.cancel(id) }
+
+    func promote(to priority: FetchPriority) { fetcher?.promote(id, to: priority) }
 }

@@ -24,7 +24,8 @@ struct CacheWarmer: Sendable {
         } catch {
             return .failure(.invalidURL(error))
         }
-        let form = ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count)
+        // Read under the background mark: the transfer waits behind what readers and read-ahead want.
+        let form = ImagePath.form(for: url.markedBackground, mountPointLength: mountPoint.utf8.count)
         if case .digest(_, let chunks) = form, let failure = MountPoint.register(chunks: chunks, in: mountPoint) {
             return .failure(.system(failure.errno))
         }

@@ -18,7 +18,7 @@ enum FstabOptions {
                                          "rw"]
 
     static let subcommands: Set<String> = ["mount", "path", "name", "why", "stats", "purge", "prefetch", "help",
-                                           "reload", "policy"]
+                                           "reload", "policy", "list"]
 
     /// `arguments` (without the program name) with the `-o` items of a `mount` command rewritten. The form mount(8)
     /// and mount.fuse3 use, `imgfs SOURCE MOUNTPOINT -o OPTIONS` (for `mount -t fuse.imgfs none /mnt/img -o …` and

@@ -18,6 +18,7 @@ struct Imgfs: ParsableCommand {
             """,
         version: version,
         subcommands: [MountCommand.self, PathCommand.self, NameCommand.self, WhyCommand.self, PrefetchCommand.self,
-                      StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self]
+                      StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self,
+                      ListCommand.self]
     )
 }

@@ -43,6 +43,9 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
     var noPassthrough = false
 
+    @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
+    var readAhead = 8
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -51,6 +54,7 @@ struct MountCommand: ParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+        guard (0...1024).contains(readAhead) else { throw ValidationError("--read-ahead must be from 0 to 1024") }
     }
 
     func run() throws {
@@ -105,9 +109,12 @@ struct MountCommand: ParsableCommand {
                                                 cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,
                                                 memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
                                                 logger: logger)
+        let lists = ListDirectories(store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
+                                    readAhead: ReadAhead(depth: readAhead, repository: repository),
+                                    hosts: HostDirectories(tiers: repository.tiers))
         let filesystem = ImageFilesystem(repository: repository, registry: registry,
                                          placeholder: try requests.placeholderImage(), logger: logger,
-                                         variants: variants)
+                                         variants: variants, lists: lists)
         // The memory cgroup's limit caps the cache's budget (an eighth of it: transfers, queued disk writes, readers'
         // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
         let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in

@@ -11,13 +11,18 @@ enum URLList {
 
     /// The URLs in the file at `path`, or on standard input when `path` is nil or `-`.
     static func read(from path: String?) throws(Unreadable) -> [String] {
-        guard let path, path != "-" else { return entries(try contents(of: STDIN_FILENO, name: "standard input")) }
+        entries(try readText(from: path ?? "-"))
+    }
+
+    /// The whole text of the file at `path`, or of standard input when `path` is `-`.
+    static func readText(from path: String) throws(Unreadable) -> String {
+        guard path != "-" else { return try contents(of: STDIN_FILENO, name: "standard input") }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw Unreadable(description: "cannot open the list \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        return entries(try contents(of: descriptor, name: path))
+        return try contents(of: descriptor, name: path)
     }
 
     /// The URLs in `text`, in order (duplicates kept).

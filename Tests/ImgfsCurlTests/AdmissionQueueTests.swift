@@ -37,3 +37,50 @@ struct AdmissionQueueTests {
         #expect(queue.waitingCount == 0)
     }
 }
+
+@Suite("Admission queue priorities")
+struct AdmissionQueuePriorityTests {
+    @Test("waited before read-ahead before background; FIFO within a class")
+    func classes() {
+        var queue = AdmissionQueue<String>(maxActive: 1, maxPerHost: 1)
+        queue.enqueue("bg1", host: "a", priority: .background)
+        queue.enqueue("ra1", host: "a", priority: .readAhead)
+        queue.enqueue("bg2", host: "a", priority: .background)
+        queue.enqueue("w1", host: "a")
+        queue.enqueue("ra2", host: "a", priority: .readAhead)
+        queue.enqueue("w2", host: "a", priority: .waited)
+        var order: [String] = []
+        while queue.waitingCount > 0 {
+            order += queue.admit().map(\.item)
+            queue.finished(host: "a")
+        }
+        #expect(order == ["w1", "w2", "ra1", "ra2", "bg1", "bg2"])
+    }
+
+    @Test("a waited item of another host is not held back by low-priority items; per-host limits still hold")
+    func acrossHosts() {
+        var queue = AdmissionQueue<String>(maxActive: 2, maxPerHost: 1)
+        for index in 0..<5 { queue.enqueue("bg\(index)", host: "a", priority: .background) }
+        queue.enqueue("w", host: "b")
+        #expect(queue.admit().map(\.item) == ["w", "bg0"])
+    }
+
+    @Test("a promoted item keeps its age in its new class; promotion never lowers")
+    func promotion() {
+        var queue = AdmissionQueue<String>(maxActive: 1, maxPerHost: 1)
+        queue.enqueue("ra1", host: "a", priority: .readAhead)
+        queue.enqueue("bg1", host: "a", priority: .background)
+        queue.enqueue("w1", host: "a")
+        let promoted = queue.promote(where: { $0 == "bg1" }, to: .waited)
+        let lowered = queue.promote(where: { $0 == "w1" }, to: .background)
+        let absent = queue.promote(where: { $0 == "absent" }, to: .waited)
+        #expect(promoted && !lowered && !absent)
+        #expect(queue.waitingCount == 3)
+        var order: [String] = []
+        while queue.waitingCount > 0 {
+            order += queue.admit().map(\.item)
+            queue.finished(host: "a")
+        }
+        #expect(order == ["bg1", "w1", "ra1"], "bg1 was enqueued before w1")
+    }
+}

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 
 from .settings import DEDUP_READERS, LARGE_READERS, MEMORY_BUDGET_MIB, SMALL_READERS, THROTTLE_RATE
+from .lists import LIST_WORKLOADS
 from .processes import run_out
 
 
@@ -48,6 +49,7 @@ WORKLOADS = [
     ("restart", "restart with N cached entries (ext4, after drop_caches): first read served", "s", "lower", ""),
     ("restart-tmpfs", "restart with N cached entries (tmpfs): first read served", "s", "lower", ""),
 ]
+WORKLOADS += LIST_WORKLOADS
 
 
 def fmt(value):

@@ -19,6 +19,7 @@ from .origin import DelayLine, Origin
 from .reader import (
     Buffers, DiskLag, ReadErrors, ReadTimeout, join_stragglers, read_all, read_first_bytes, time_ls, time_stat,
     wait_for_disk_entries)
+from .lists import run_lists
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
 
 
@@ -540,6 +541,12 @@ class Bench:
         self.loads = []
         self.foreign = []  # CPU seconds other user-space processes used during each repetition
         self.setup()
+        if self.args.lists:
+            for rep in range(self.reps):
+                run_lists(self)
+            self.restart_entries = 0
+            self.finished = time.time()
+            return
         for rep in range(self.reps):
             self.loads.append(os.getloadavg()[0])
             log(f"repetition {rep + 1} of {self.reps} (load average {self.loads[-1]:.2f}, this run's threads included)")

@@ -66,14 +66,15 @@ public final class ImageRepository: Sendable {
 
     /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
     /// `.success(nil)` means the size is not known yet; then `whenKnown`, if given, is called once it is (or with the
-    /// failure). One resolution serves both answers, so a lookup that waits is not counted as a second caller.
-    public func prepare(_ url: ImageURL, interest: Interest? = nil,
+    /// failure). One resolution serves both answers, so a lookup that waits is not counted as a second caller. A
+    /// transfer it starts waits in the `priority` class (a waiting caller raises a joined transfer to its class).
+    public func prepare(_ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        switch resolveNow(url, refresh: true, interest: interest) {
+        switch resolveNow(url, refresh: true, interest: interest, priority: priority) {
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -145,9 +146,10 @@ public final class ImageRepository: Sendable {
     }
 
     /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
-    func resolveNow(_ url: ImageURL, refresh: Bool, interest: Interest? = nil) -> Resolution {
+    func resolveNow(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+                    priority: FetchPriority = .waited) -> Resolution {
         diskWrites.noteRequest()
-        let key = url.cacheKey
+        let priority = max(priority, url.requestedPriority), key = url.cacheKey
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
             return .ready(.failure(refused(key, url, refusal)))
         }
@@ -156,6 +158,7 @@ public final class ImageRepository: Sendable {
         let step = state.withLock { state -> Step in
             if let flight = state.inFlight[key] {
                 state.counters.joined += 1
+                if state.inFlight.promote(key, to: priority) { flight.download.promote(to: priority) }
                 if let fallback = flight.fallback { return .answer(.revalidating(flight.download, fallback: fallback)) }
                 return .answer(.ready(.success(.download(flight.download))))
             }
@@ -173,7 +176,7 @@ public final class ImageRepository: Sendable {
                 return .answer(.ready(.failure(.notCached)))
             }
             if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
-            return _start(url, &state, request: FetchRequest(url: url), fallback: nil)
+            return _start(url, &state, request: FetchRequest(url: url, priority: priority), fallback: nil)
         }
         switch step {
         case .answer(let resolution):
@@ -222,7 +225,7 @@ public final class ImageRepository: Sendable {
         var request = request
         if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
         let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
-        state.inFlight.begin(url.cacheKey, InFlightTable.Flight(download: download, fallback: fallback))
+        state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1
         return .start(download, request, fallback: fallback)

@@ -9,6 +9,8 @@ struct InFlightTable {
     struct Flight {
         let download: Download
         let fallback: ImageSource?
+        /// The class it waits in for admission (raised when a waiting reader joins).
+        var priority: FetchPriority = .waited
     }
 
     private var flights: [String: Flight] = [:]
@@ -19,6 +21,13 @@ struct InFlightTable {
 
     mutating func begin(_ key: String, _ flight: Flight) {
         flights[key] = flight
+    }
+
+    /// Raises the flight of `key` to `priority` when it is less urgent; returns whether it was.
+    mutating func promote(_ key: String, to priority: FetchPriority) -> Bool {
+        guard let flight = flights[key], priority < flight.priority else { return false }
+        flights[key]?.priority = priority
+        return true
     }
 
     mutating func end(_ key: String, _ download: Download) {

@@ -134,6 +134,9 @@ public final class Download: TransferObserving, Sendable {
         if let answer { reply(answer) }
     }
 
+    /// Raises the transfer's admission priority (a waiting reader joined a read-ahead or background transfer).
+    public func promote(to priority: FetchPriority) { state.withLock { $0.handle }?.promote(to: priority) }
+
     /// Remembers how to call the transfer off (see ``cancelIfAbandoned()``).
     public func attach(_ handle: any TransferHandle) {
         state.withLock { $0.handle = handle }

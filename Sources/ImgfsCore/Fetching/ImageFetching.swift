@@ -31,6 +31,12 @@ extension TransferObserving {
 public protocol TransferHandle: Sendable {
     /// Stops the transfer; its observer then completes with ``FetchError/cancelled`` unless it already completed.
     func cancel()
+    /// Raises a transfer still waiting for admission to `priority` (a reader joined it); no effect once it started.
+    func promote(to priority: FetchPriority)
+}
+
+extension TransferHandle {
+    public func promote(to priority: FetchPriority) {}
 }
 
 /// One GET: the URL and, for a revalidation, the validators of the cached copy.
@@ -42,11 +48,14 @@ public struct FetchRequest: Sendable, Equatable {
     public var lastModified: Date?
     /// Seconds to hold the request before sending it; a cancel meanwhile stops it unsent.
     public var holdSeconds = 0.0
+    /// Its class in the fetcher's admission queue.
+    public var priority: FetchPriority
 
-    public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil) {
+    public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil, priority: FetchPriority = .waited) {
         self.url = url
         self.etag = etag
         self.lastModified = lastModified
+        self.priority = priority
     }
 
     /// Whether this is a conditional request (a 304 answer is then a success).

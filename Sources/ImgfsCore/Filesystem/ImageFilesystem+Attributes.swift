@@ -11,7 +11,7 @@ extension ImageFilesystem {
                 value.map { (Self.attributePrefix + name, $0) }
             })
         }
-        guard case .image(let url) = node else { return .success([]) }
+        guard case .image(let url) = node else { return .success(node == .lists ? listsAttributes() : []) }
         let report = repository.report(url)
         let iso = ISO8601DateFormatter()
         var attributes: [(String, String?)] = [

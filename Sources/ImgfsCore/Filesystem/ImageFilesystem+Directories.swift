@@ -15,7 +15,7 @@ extension ImageFilesystem {
             listing = .entries(leading + [
                 DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
                 DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ] + thumbnailRootEntry())
+            ] + thumbnailRootEntry() + browseDirectories)
         case .control:
             listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
         case .images:
@@ -25,6 +25,8 @@ extension ImageFilesystem {
         case .thumbnail(let thumbnails):
             guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
             listing = thumbnails
+        case .lists, .list, .hosts, .host:
+            listing = listingInLists(node, leading: leading)
         case .image, .generated:
             return .failure(.notADirectory)
         }
@@ -64,7 +66,8 @@ extension ImageFilesystem {
     func content(of file: GeneratedFile) -> [UInt8] {
         switch file {
         case .statistics: statisticsJSON()
-        case .metrics: Array(PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime)).utf8)
+        case .metrics: Array((PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime))
+                              + browseMetrics()).utf8)
         }
     }
 
@@ -76,10 +79,13 @@ extension ImageFilesystem {
             let knownInodes: Int
             let placeholdersServed: Int
             let repository: RepositoryStatistics
+            let lists: [ReadAhead.Named]?
+            let hosts: [HostDirectories.Named]?
         }
         let document = Document(pid: ProcessInfo.processInfo.processIdentifier,
                                 uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
-                                placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics())
+                                placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
+                                lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

@@ -11,6 +11,8 @@ extension ImageFilesystem {
                 if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
                 if variants != nil, name == Array(Self.thumbnailDirectory.utf8) { return .success(.thumbnail(.root)) }
+                if lists != nil && name == Array(Self.listsDirectory.utf8) { return .success(.lists) }
+                if lists != nil && name == Array(Self.hostsDirectory.utf8) { return .success(.hosts) }
                 return .failure(.notFound)
             case .control:
                 guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
@@ -25,6 +27,8 @@ extension ImageFilesystem {
                 return try resolveChunk(name, after: prefix)
             case .thumbnail(let node):
                 return resolveThumbnail(name, in: node)
+            case .lists, .list, .hosts, .host:
+                return resolveInLists(name, in: directory)
             case .image, .generated:
                 return .failure(.notADirectory)
             }

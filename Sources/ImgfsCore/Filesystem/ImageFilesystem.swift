@@ -53,6 +53,8 @@ public final class ImageFilesystem: Sendable {
     let registry: LongNameRegistry
     /// Thumbnails and downsized variants (`thumb/`); nil: no `thumb/` directory.
     let variants: VariantStore?
+    /// `lists/`, when the mount has a list store.
+    let lists: ListDirectories?
     let configuration: Configuration
     let logger: Logger
     let inodes = InodeTable()
@@ -61,22 +63,25 @@ public final class ImageFilesystem: Sendable {
     let generatedFiles = Locked<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
     /// Open handles per image inode.
-    private let openHandles = Locked<[UInt64: Int]>([:])
+    let openHandles = Locked<[UInt64: Int]>([:])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
     let placeholder: Placeholder?
 
     public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil) {
+                placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,
+                lists: ListDirectories? = nil) {
         self.placeholder = placeholder
         self.repository = repository
         self.registry = registry
         self.variants = variants
+        self.lists = lists
         self.configuration = configuration
         self.logger = logger
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
         variants?.onReplaced { [weak self] size, url in self?.invalidateVariant(size, url) }
+        lists?.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
     }
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
@@ -98,10 +103,12 @@ public final class ImageFilesystem: Sendable {
     public func lookup(parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
                        reply: @escaping EntryReply) {
         guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
+        let reply = browseReply(in: directory, reply)
         switch resolve(name, in: directory) {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
+            lists?.lookedUp(url, report: repository.report(url))
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, reply: reply)
             } else {
@@ -165,6 +172,7 @@ public final class ImageFilesystem: Sendable {
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
+            lists?.opened(url, report: repository.report(url))
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }

@@ -16,6 +16,14 @@ public enum Node: Hashable, Sendable {
     case image(ImageURL)
     /// `thumb/`, a size directory below it, or a variant in one.
     case thumbnail(ThumbnailNode)
+    /// `lists/`, one directory per URL list.
+    case lists
+    /// The directory of one URL list.
+    case list(String)
+    /// `hosts/`, one directory per host of the cached images.
+    case hosts
+    /// The cached images of one host.
+    case host(String)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -27,6 +35,8 @@ public final class InodeTable: Sendable {
     public static let imagesInode: UInt64 = 2
     public static let chunkRootInode: UInt64 = 3
     public static let controlInode: UInt64 = 4
+    public static let listsInode: UInt64 = 8
+    public static let hostsInode: UInt64 = 9
 
     private struct Slot {
         var node: Node
@@ -50,6 +60,8 @@ public final class InodeTable: Sendable {
         case Self.imagesInode: .images
         case Self.chunkRootInode: .chunkRoot
         case Self.controlInode: .control
+        case Self.listsInode: .lists
+        case Self.hostsInode: .hosts
         case let number where GeneratedFile.allCases.contains { $0.inode == number }:
             .generated(GeneratedFile.allCases.first { $0.inode == number }!)
         default: state.withLock { $0.slots[inode]?.node }
@@ -63,8 +75,10 @@ public final class InodeTable: Sendable {
         case .images: return Self.imagesInode
         case .chunkRoot: return Self.chunkRootInode
         case .control: return Self.controlInode
+        case .lists: return Self.listsInode
+        case .hosts: return Self.hostsInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image, .thumbnail:
+        case .chunkPrefix, .image, .thumbnail, .list, .host:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -86,8 +100,10 @@ public final class InodeTable: Sendable {
         case .images: Self.imagesInode
         case .chunkRoot: Self.chunkRootInode
         case .control: Self.controlInode
+        case .lists: Self.listsInode
+        case .hosts: Self.hostsInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image, .thumbnail: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .thumbnail, .list, .host: state.withLock { $0.numbers[node] }
         }
     }
 

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsFuse
+
+/// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
+/// names no image extension gets one from what the mount knows of it, or from a probe (a `stat` through the mount,
+/// which waits for the response headers, then its `user.imgfs.content_type`) unless `--no-probe`.
+///
+/// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
+/// and keeps the names of the URLs that stay.
+struct ListAddCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Add (or replace) a list: one URL a line, optionally URL<TAB>file name; # starts a comment."
+    )
+
+    @Argument(help: "The mount point of a running imgfs mount.") var mountPoint: String
+    @Argument(help: "The list's name (no '/', no leading '.', at most 200 bytes).") var name: String
+    @Argument(help: "The file that lists the URLs; - for standard input.") var file: String
+
+    @Flag(help: "Do not probe URLs without an image extension for their type (their names then have none).")
+    var noProbe = false
+
+    @Option(help: "How many URLs to probe at once.")
+    var concurrency = 16
+
+    func run() throws {
+        do { try ListStore.validate(name) } catch { throw ListCommand.usageError(error.description, command: "add") }
+        let store = try ListCommand.store(of: mountPoint, command: "add")
+        let text: String
+        do { text = try URLList.readText(from: file) } catch {
+            throw ListCommand.usageError(error.description, command: "add")
+        }
+        let (lines, problems) = ListText.parse(text)
+        for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
+        let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
+        let extensions = noProbe ? [:] : ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
+            .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
+        let previous = store.list(name, recheck: true)
+        let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
+        try store.save(list)
+        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
+        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
+        let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
+        print("list \(name): \(list.entries.count) entries\(skipped)")
+        if !problems.isEmpty { throw ExitCode.failure }
+    }
+}
+
+/// Turns parsed lines into a named list.
+enum ListNaming {
+    /// Names each line; a URL that was in `previous` keeps its name there (its first one, for duplicates), and a name
+    /// already taken gets `-2`, `-3`, ... before its extension.
+    static func list(_ name: String, lines: [ListText.Line], extensions: [ImageURL: String],
+                     previous: ImageList?) -> ImageList {
+        var kept: [String: [String]] = [:]
+        for entry in previous?.entries ?? [] { kept[entry.urlText, default: []].append(entry.name) }
+        var taken = Set<String>()
+        var entries: [ImageList.Entry] = []
+        for (index, line) in lines.enumerated() {
+            var entryName = kept[line.url.string]?.first.map { first in
+                kept[line.url.string]?.removeFirst()
+                return first
+            } ?? EntryNamer.name(index: index, count: lines.count, url: line.url, given: line.givenName,
+                                 knownExtension: extensions[line.url])
+            if taken.contains(entryName) { entryName = unique(entryName, taken: taken) }
+            taken.insert(entryName)
+            entries.append(ImageList.Entry(name: entryName, url: line.url))
+        }
+        return ImageList(name: name, entries: entries)
+    }
+
+    private static func unique(_ name: String, taken: Set<String>) -> String {
+        let dot = name.lastIndex(of: ".")
+        let stem = dot.map { String(name[..<$0]) } ?? name
+        let tail = dot.map { String(name[$0...]) } ?? ""
+        var counter = 2
+        while taken.contains("\(stem)-\(counter)\(tail)") { counter += 1 }
+        return "\(stem)-\(counter)\(tail)"
+    }
+}

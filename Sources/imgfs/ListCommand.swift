@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import ImgfsCore
+import ImgfsFuse
+
+/// `imgfs list add|rm|ls MOUNT ...`: the URL lists a mount shows as `<mount>/lists/NAME/`. Lists are files under the
+/// mount's cache directory (it names it in the `user.imgfs.list_store` attribute of `<mount>/lists`); a running mount
+/// sees a change at once.
+struct ListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Manage the URL lists a mount shows as folders under <mount>/lists/.",
+        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
+    )
+
+    /// The list store of the imgfs mount at `mountPoint`, or exit status 2 with a one-line error.
+    static func store(of mountPoint: String, command: String) throws -> ListStore {
+        let path = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
+        guard let directory = MountControl.get("user.imgfs.list_store", on: "\(path)/lists") else {
+            throw usageError("\(path) is not an imgfs mount with lists", command: command)
+        }
+        return ListStore(directory: URL(fileURLWithPath: directory))
+    }
+
+    /// Prints `imgfs list <command>: message` on stderr and gives exit status 2.
+    static func usageError(_ message: String, command: String) -> ExitCode {
+        FileHandle.standardError.write(Data("imgfs list \(command): \(message)\n".utf8))
+        return ExitCode(2)
+    }
+}
+
+/// `imgfs list rm MOUNT NAME`.
+struct ListRemoveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a list.")
+
+    @Argument(help: "The mount point of a running imgfs mount.") var mountPoint: String
+    @Argument(help: "The list's name.") var name: String
+
+    func run() throws {
+        let store = try ListCommand.store(of: mountPoint, command: "rm")
+        do {
+            guard try store.remove(name) else { throw ListCommand.usageError("no list called \(name)", command: "rm") }
+        } catch let error as ListStore.InvalidName {
+            throw ListCommand.usageError(error.description, command: "rm")
+        }
+    }
+}
+
+/// `imgfs list ls MOUNT`: one line per list, `NAME<TAB>entries`.
+struct ListShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "Show the lists and their sizes.")
+
+    @Argument(help: "The mount point of a running imgfs mount.") var mountPoint: String
+
+    func run() throws {
+        let store = try ListCommand.store(of: mountPoint, command: "ls")
+        let lines = store.names().map { "\($0)\t\(store.list($0)?.entries.count ?? 0)\n" }
+        FileHandle.standardOutput.write(Data(lines.joined().utf8))
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsFuse
+
+/// Finds the image type of URLs whose path names none, through a running mount: a `stat` of the URL's file waits for
+/// its response headers; the type is then its `user.imgfs.content_type`. Runs `concurrency` probes at once and shows
+/// a progress line on a terminal. URLs too long for a plain file name are not probed.
+struct ListProbe {
+    let mountPoint: String
+    let concurrency: Int
+
+    func extensions(for urls: [ImageURL]) -> [ImageURL: String] {
+        let unique = Array(Set(urls))
+        guard !unique.isEmpty else { return [:] }
+        let found = Locked<(next: Int, done: Int, found: [ImageURL: String])>((0, 0, [:]))
+        let progress = TerminalProgress.standardError()
+        let start = Date()
+        DispatchQueue.concurrentPerform(iterations: min(concurrency, unique.count)) { _ in
+            while let index = found.withLock({ state -> Int? in
+                defer { state.next += 1 }
+                return state.next < unique.count ? state.next : nil
+            }) {
+                let type = probe(unique[index])
+                let done = found.withLock { state -> Int in
+                    if let type { state.found[unique[index]] = type }
+                    state.done += 1
+                    return state.done
+                }
+                progress?.draw(ProgressLine(total: unique.count, done: done, seconds: Date().timeIntervalSince(start)))
+            }
+        }
+        progress?.clear()
+        return found.withLock { $0.found }
+    }
+
+    private func probe(_ url: ImageURL) -> String? {
+        guard case .plain(let name) = ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count) else {
+            return nil
+        }
+        let file = "\(mountPoint)/\(ImagePath.imagesDirectory)/\(name)"
+        var status = stat()
+        guard stat(file, &status) == 0 else { return nil }
+        return MountControl.get("user.imgfs.content_type", on: file).flatMap(ImageExtension.forContentType)
+    }
+}
