@@ -7,9 +7,6 @@
 CURLcode imgfs_easy_setopt_long(CURL *easy, CURLoption option, long value) {
     return curl_easy_setopt(easy, option, value);
 }
-CURLcode imgfs_easy_setopt_offt(CURL *easy, CURLoption option, curl_off_t value) {
-    return curl_easy_setopt(easy, option, value);
-}
 CURLcode imgfs_easy_setopt_pointer(CURL *easy, CURLoption option, void *value) {
     return curl_easy_setopt(easy, option, value);
 }
@@ -19,9 +16,6 @@ CURLcode imgfs_easy_setopt_string(CURL *easy, CURLoption option, const char *val
 CURLcode imgfs_easy_setopt_data_callback(CURL *easy, CURLoption option, imgfs_curl_data_callback callback) {
     return curl_easy_setopt(easy, option, callback);
 }
-CURLcode imgfs_easy_setopt_opensocket_callback(CURL *easy, imgfs_curl_opensocket_callback callback) {
-    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
-}
 
 CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context) {
     CURLcode result = curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
@@ -29,21 +23,8 @@ CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callbac
     return curl_easy_setopt(easy, CURLOPT_PREREQDATA, context);
 }
 
-CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
-    return curl_easy_getinfo(easy, info, value);
-}
-CURLcode imgfs_easy_getinfo_offt(CURL *easy, CURLINFO info, curl_off_t *value) {
-    return curl_easy_getinfo(easy, info, value);
-}
-CURLcode imgfs_easy_getinfo_pointer(CURL *easy, CURLINFO info, void **value) {
-    return curl_easy_getinfo(easy, info, value);
-}
 CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value) {
     return curl_easy_getinfo(easy, info, value);
-}
-
-CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
-    return curl_multi_setopt(multi, option, value);
 }
 
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {

@@ -30,7 +30,7 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
     public let minimumInterval: Duration
     private let onLimit: @Sendable (Int?) -> Void
     private let logger: Logger
-    private let worker = Mutex<PollingWorker?>(nil)
+    private let worker = Locked<PollingWorker?>(nil)
     private let stopped = Atomic<Bool>(false)
 
     /// A watch reading every `interval`; `onLimit` hears of each new limit (to size caches by it).

@@ -1,5 +1,5 @@
+import ImgfsCore
 import Glibc
-import Synchronization
 
 /// Holds a pressure handler and calls it for sources that may fire from several threads.
 ///
@@ -14,8 +14,8 @@ final class HandlerGate: Sendable {
         var caller: pthread_t?
     }
 
-    private let state = Mutex(State())
-    private let calls = Mutex(())
+    private let state = Locked(State())
+    private let calls = Locked(())
 
     /// Installs `handler`; returns false and changes nothing when one is installed already.
     func open(_ handler: @escaping Handler) -> Bool {

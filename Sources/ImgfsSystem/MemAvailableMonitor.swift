@@ -1,7 +1,6 @@
 import Glibc
 import ImgfsCore
 import Logging
-import Synchronization
 
 /// Memory pressure by polling: reads MemAvailable and MemTotal from a meminfo file every `interval` and reports when
 /// MemAvailable drops below a threshold, or when a cgroup (v1 `memory.limit_in_bytes`/`memory.usage_in_bytes`, v2
@@ -31,7 +30,7 @@ public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
     }
 
     private let logger: Logger
-    private let phase = Mutex(Phase.idle)
+    private let phase = Locked(Phase.idle)
 
     /// A monitor of `files` (this machine's by default) with the given threshold, reading every `interval`.
     public init(

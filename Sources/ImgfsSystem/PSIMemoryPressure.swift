@@ -1,7 +1,6 @@
 import Glibc
 import ImgfsCore
 import Logging
-import Synchronization
 
 /// Memory pressure from a Linux PSI trigger ("some" memory stall above a threshold within a window), polled for
 /// POLLPRI on a thread of its own.
@@ -27,7 +26,7 @@ public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
 
     private let triggerFD: Int32
     private let logger: Logger
-    private let phase = Mutex(Phase.idle)
+    private let phase = Locked(Phase.idle)
 
     /// Registers a trigger for `threshold` of stall within `window` on `path`, or when `path` is nil on the own cgroup
     /// v2 group's `memory.pressure` if there is one, else /proc/pressure/memory (the first that accepts the trigger).

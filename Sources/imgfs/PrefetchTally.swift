@@ -1,5 +1,4 @@
 import ImgfsCore
-import Synchronization
 
 /// The running count of an `imgfs prefetch` batch, shared by its reader threads and the thread that draws progress.
 final class PrefetchTally: Sendable {
@@ -20,7 +19,7 @@ final class PrefetchTally: Sendable {
     /// How many URLs the batch holds.
     let total: Int
     private let start = ContinuousClock.now
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(total: Int) {
         self.total = total

@@ -9,23 +9,16 @@ typedef curl_socket_t (*imgfs_curl_opensocket_callback)(void *context, curlsockt
                                                          struct curl_sockaddr *address);
 
 CURLcode imgfs_easy_setopt_long(CURL *easy, CURLoption option, long value);
-CURLcode imgfs_easy_setopt_offt(CURL *easy, CURLoption option, curl_off_t value);
 CURLcode imgfs_easy_setopt_pointer(CURL *easy, CURLoption option, void *value);
 CURLcode imgfs_easy_setopt_string(CURL *easy, CURLoption option, const char *value);
 CURLcode imgfs_easy_setopt_data_callback(CURL *easy, CURLoption option, imgfs_curl_data_callback callback);
-CURLcode imgfs_easy_setopt_opensocket_callback(CURL *easy, imgfs_curl_opensocket_callback callback);
 
 /// Called after a connection is made (or reused) and before each request is sent, redirects included.
 typedef int (*imgfs_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port,
                                           int local_port);
 CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context);
 
-CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
-CURLcode imgfs_easy_getinfo_offt(CURL *easy, CURLINFO info, curl_off_t *value);
-CURLcode imgfs_easy_getinfo_pointer(CURL *easy, CURLINFO info, void **value);
 CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value);
-
-CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
 /// The easy handle and result of a CURLMSG_DONE message (the union member cannot be read from Swift).
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);

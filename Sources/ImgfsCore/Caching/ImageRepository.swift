@@ -64,10 +64,9 @@ public final class ImageRepository: Sendable {
 
     // MARK: - Serving
 
-    /// For a lookup: starts whatever work the URL needs and reports what is known now, without waiting.
-    /// `.success(nil)` means the size is not known yet; then `whenKnown`, if given, is called once it is (or with the
-    /// failure). One resolution serves both answers, so a lookup that waits is not counted as a second caller. A
-    /// transfer it starts waits in the `priority` class (a waiting caller raises a joined transfer to its class).
+    /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
+    /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
+    /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller.
     public func prepare(_ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
                         whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
