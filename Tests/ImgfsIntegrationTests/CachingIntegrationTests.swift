@@ -148,13 +148,13 @@ struct CachingIntegrationTests {
         defer { mount.stop() }
         let file = mount.path(origin.baseURL + "/tagged.jpg")
         #expect(PosixFile.read(file) == .success(image))
-        Thread.sleep(forTimeInterval: 1.3)
+        Poll.elapse(1.3)  // past the 1 s expiry
         #expect(PosixFile.read(file) == .success(image))
         #expect(origin.requestCount("/tagged.jpg") == 2)
         #expect(origin.requests().last?.header("If-None-Match") == "\"v1\"")
         #expect(origin.bodyBytesSent("/tagged.jpg") == image.count, "the 304 carried no body")
         #expect(mount.statistics()["repository.counters.not_modified"] == 1)
-        Thread.sleep(forTimeInterval: 1.3)
+        Poll.elapse(1.3)  // past the 1 s expiry
         origin.stop()
         #expect(PosixFile.read(file) == .success(image), "served stale while the origin is down")
         #expect(mount.log.contains("stale-if-error"))
@@ -180,7 +180,7 @@ struct CachingIntegrationTests {
         #expect(PosixFile.read(file) == .success(first))
         #expect(PosixFile.read(file) == .success(first), "a reread within the expiry")
         version.current = 2
-        Thread.sleep(forTimeInterval: 1.3)
+        Poll.elapse(1.3)  // past the 1 s expiry
         #expect(PosixFile.read(file) == .success(second), "the new bytes, not the kernel's cached pages")
         #expect(mount.log.contains("invalidating the kernel's cached pages"))
     }
@@ -206,7 +206,7 @@ struct CachingIntegrationTests {
         for _ in 0..<3 {
             #expect(PosixFile.read(mount.path(origin.baseURL + "/zero.jpg")) == .success(image))
             #expect(PosixFile.read(mount.path(origin.baseURL + "/private.jpg")) == .success(image))
-            Thread.sleep(forTimeInterval: 1.1)
+            Poll.elapse(1.1)  // past the expiry
         }
         #expect(origin.requestCount("/zero.jpg") == 3)
         #expect(origin.bodyBytesSent("/zero.jpg") == image.count, "two 304s without a body")

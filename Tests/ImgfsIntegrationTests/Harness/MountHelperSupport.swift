@@ -65,12 +65,7 @@ final class ScratchMount: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds until `condition` holds; returns whether it did.
     static func wait(timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return condition()
+        Poll.until(timeout: timeout, interval: 0.02, condition)
     }
 
     /// Whether `pid` is a live process (a zombie waiting for its reaper counts as gone).

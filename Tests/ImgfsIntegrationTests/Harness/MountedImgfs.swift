@@ -36,13 +36,9 @@ final class MountedImgfs: @unchecked Sendable {
         process = try ChildProcess.spawn(Self.binary, ["mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
                                                        "--log-level", "debug"] + arguments,
                                      environment: environment, outputPath: logPath)
-        let deadline = Date().addingTimeInterval(15)
-        while !isMounted {
-            guard process.isRunning, Date() < deadline else {
-                stop()
-                throw StartFailure(description: "imgfs did not mount; log:\n\(log)")
-            }
-            Thread.sleep(forTimeInterval: 0.01)
+        guard Poll.until(timeout: 15, { isMounted || !process.isRunning }), isMounted else {
+            stop()
+            throw StartFailure(description: "imgfs did not mount; log:\n\(log)")
         }
     }
 
@@ -78,22 +74,12 @@ final class MountedImgfs: @unchecked Sendable {
 
     /// Waits (up to `timeout` seconds) until `condition` holds for the daemon's log; returns whether it did.
     func waitForLog(timeout: Double = 10, _ condition: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(log) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return false
+        Poll.until(timeout: timeout, interval: 0.02) { condition(log) }
     }
 
     /// Waits (up to `timeout` seconds) until `condition` holds for the statistics; returns whether it did.
     func waitForStatistics(timeout: Double = 10, _ condition: ([String: Double]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(statistics()) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return false
+        Poll.until(timeout: timeout, interval: 0.02) { condition(statistics()) }
     }
 
     /// Unmounts and waits for the daemon; returns its exit status (nil if it had to be killed).

@@ -40,13 +40,10 @@ final class RedisServer: @unchecked Sendable {
                                                            "--appendonly", "no", "--daemonize", "no"]
                                              + (password.map { ["--requirepass", $0] } ?? []),
                                          outputPath: logPath)
-        let deadline = Date().addingTimeInterval(10)
-        while (try? cli("PING")) != "PONG" {
-            guard process?.isRunning == true, Date() < deadline else {
-                stop()
-                throw Failure(description: "redis-server did not start on port \(port)")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let answers = { (try? self.cli("PING")) == "PONG" }
+        guard Poll.until(timeout: 10, interval: 0.02, { answers() || self.process?.isRunning != true }), answers() else {
+            stop()
+            throw Failure(description: "redis-server did not start on port \(port)")
         }
     }
 
