@@ -19,19 +19,20 @@ let package = Package(
     name: "imgfs",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "imgfs", targets: ["imgfs"]),
+        .executable(name: "imgfs", targets: ["imgfs"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2")
     ],
     targets: [
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Links zlib and libbrotlidec (Debian zlib1g-dev, libbrotli-dev) for its Content-Encoding decoders.
-        .target(name: "CCurlShims", dependencies: ["CCurl"],
-                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("brotlidec")]),
+        .target(
+            name: "CCurlShims", dependencies: ["CCurl"],
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("brotlidec")]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "CVipsShims", dependencies: ["CVips"]),
@@ -47,7 +48,7 @@ let package = Package(
             dependencies: [
                 "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis", "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Yams", package: "Yams")
             ]
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
@@ -57,9 +58,11 @@ let package = Package(
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),
         .testTarget(
             name: "ImgfsCurlTests",
-            dependencies: ["ImgfsCore", "ImgfsCurl", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ImgfsCore", "ImgfsCurl", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")
+            ]
         ),
-        .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
+        .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -36,9 +36,10 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.multi = curl_multi_init()
-        self.queue = AdmissionQueue(maxActive: configuration.maxTransfers,
-                                    maxPerHost: configuration.maxTransfersPerHost,
-                                    hostLimit: ActivePolicy.transfersPerHost(hostKey:))
+        self.queue = AdmissionQueue(
+            maxActive: configuration.maxTransfers,
+            maxPerHost: configuration.maxTransfersPerHost,
+            hostLimit: ActivePolicy.transfersPerHost(hostKey:))
         if configuration.insecure {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }
@@ -49,7 +50,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
         if let refusal = configuration.addressPolicy.refusal(host: request.url.host)
-            ?? ActivePolicy.profile(for: request.url.host).refusal {
+            ?? ActivePolicy.profile(for: request.url.host).refusal
+        {
             logger.warning("refused: \(refusal)", metadata: ["url": "\(request.url)"])
             observer.transferDidComplete(error: .refused(refusal))
             return CurlTransferHandle(fetcher: nil, id: 0)
@@ -58,7 +60,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             defer { inbox.nextID += 1 }
             return inbox.nextID
         }
-        guard let transfer = CurlTransfer(id: id, request: request, observer: observer, configuration: configuration) else {
+        guard let transfer = CurlTransfer(id: id, request: request, observer: observer, configuration: configuration)
+        else {
             observer.transferDidComplete(error: .transport("curl_easy_init failed"))
             return CurlTransferHandle(fetcher: nil, id: id)
         }
@@ -144,8 +147,12 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             curl_multi_remove_handle(multi, easy)
             queue.finished(host: host)
             if let delay = transfer.retryDelay(code), let retry = CurlTransfer(retrying: transfer) {
-                logger.info("retrying in \(String(format: "%.2f", delay)) s (attempt \(retry.attempt + 1) of \(configuration.retries + 1)): \(transfer.failureDescription(code))",
-                            metadata: ["url": "\(transfer.url)"])
+                logger.info(
+                    """
+                    retrying in \(String(format: "%.2f", delay)) s (attempt \(retry.attempt + 1) of \
+                    \(configuration.retries + 1)): \(transfer.failureDescription(code))
+                    """,
+                    metadata: ["url": "\(transfer.url)"])
                 delayed.append((.now + .milliseconds(Int(delay * 1000)), retry))
             } else {
                 transfer.complete(code)
@@ -167,7 +174,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private func pollTimeout() -> Int32 {
         guard let next = delayed.map(\.due).min() else { return 1000 }
         let wait = ContinuousClock.now.duration(to: next)
-        return Int32(max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
+        return Int32(
+            max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
     }
 
     private func cancelNow(_ id: Int) {

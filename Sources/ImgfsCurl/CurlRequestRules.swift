@@ -23,8 +23,10 @@ final class CurlRequestRules {
         // all the redirects of a transfer (and drops its own User-Agent for good once a list has one), while the
         // header list can change before each request.
         let own = ownHeaders + ["User-Agent: \(configuration.userAgent)"]
-        let named = ["User-Agent: \(profile.userAgent ?? configuration.userAgent)",
-                     profile.referer.map { "Referer: \($0)" }]
+        let named = [
+            "User-Agent: \(profile.userAgent ?? configuration.userAgent)",
+            profile.referer.map { "Referer: \($0)" }
+        ]
         for line in own { plainList = curl_slist_append(plainList, line) }
         for line in ownHeaders + named.compactMap({ $0 }) + profile.headers {
             fullList = curl_slist_append(fullList, line)

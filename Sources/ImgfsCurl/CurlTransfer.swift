@@ -50,8 +50,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// The Content-Encoding decoder of the body being received.
     private var decoder: ContentDecoder?
 
-    init?(id: Int, request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration,
-          attempt: Int = 0, deliveredHead: ResponseHead? = nil, delivered: Int = 0) {
+    init?(
+        id: Int, request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration,
+        attempt: Int = 0, deliveredHead: ResponseHead? = nil, delivered: Int = 0
+    ) {
         guard let easy = curl_easy_init() else { return nil }
         self.id = id
         self.request = request
@@ -70,9 +72,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The next attempt of `previous`.
     convenience init?(retrying previous: CurlTransfer) {
-        self.init(id: previous.id, request: previous.request, observer: previous.observer,
-                  configuration: previous.configuration, attempt: previous.attempt + 1,
-                  deliveredHead: previous.deliveredHead, delivered: previous.delivered)
+        self.init(
+            id: previous.id, request: previous.request, observer: previous.observer,
+            configuration: previous.configuration, attempt: previous.attempt + 1,
+            deliveredHead: previous.deliveredHead, delivered: previous.delivered)
     }
 
     deinit {
@@ -111,7 +114,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var headers = ["Accept: image/avif,image/webp,image/apng,image/*;q=0.9,*/*;q=0.5"]
         if let etag = request.etag { headers.append("If-None-Match: \(etag)") }
-        if let lastModified = request.lastModified { headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))") }
+        if let lastModified = request.lastModified {
+            headers.append("If-Modified-Since: \(HTTPDate.format(lastModified))")
+        }
         if let resumeFrom, let validator = deliveredHead?.strongValidator {
             imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "\(resumeFrom)-")
             headers.append("If-Range: \(validator)")
@@ -142,7 +147,8 @@ final class CurlTransfer: @unchecked Sendable {
         if HeaderBytes.trimmed(line).isEmpty { return endOfHeader() }
         if HeaderBytes.hasPrefix(line, caseInsensitive: "location:") { sawLocation = true }
         if HeaderBytes.hasPrefix(line, caseInsensitive: "retry-after:") {
-            retryAfter = Self.retryAfterSeconds(String(decoding: HeaderBytes.trimmed(line.dropFirst(12)), as: UTF8.self))
+            retryAfter = Self.retryAfterSeconds(
+                String(decoding: HeaderBytes.trimmed(line.dropFirst(12)), as: UTF8.self))
         }
         head.apply(headerLine: line)
         return true
@@ -154,7 +160,7 @@ final class CurlTransfer: @unchecked Sendable {
         case 300..<400 where sawLocation: return true
         case 206: return continuesBody()
         case 200..<300,
-             304 where request.isConditional:
+            304 where request.isConditional:
             if let encoding = head.contentEncoding {
                 guard let decoder = ContentDecoder(encoding: encoding) else {
                     failure = .incomplete("the Content-Encoding \(encoding) is not one imgfs decodes")
@@ -179,14 +185,16 @@ final class CurlTransfer: @unchecked Sendable {
     /// A 206 is taken only as the continuation this attempt asked for: its Content-Range starts where the body broke
     /// and has the total the first answer announced.
     private func continuesBody() -> Bool {
-        let range = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" }
+        let range =
+            head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" }
             ?? "none"
         guard let resumeFrom else {
             failure = .incomplete("HTTP 206 Partial Content (Content-Range \(range)) to a request for the whole image")
             return false
         }
         guard let continuation = head.contentRange, continuation.first == resumeFrom, head.contentEncoding == nil,
-              let total = deliveredHead?.contentLength, continuation.total == total else {
+            let total = deliveredHead?.contentLength, continuation.total == total
+        else {
             failure = .changed("the answer to Range bytes=\(resumeFrom)- has Content-Range \(range)")
             return false
         }
@@ -214,7 +222,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// compressed stream that did not reach its end) counted as CURLE_PARTIAL_FILE.
     private func effective(_ code: CURLcode) -> CURLcode {
         guard code == CURLE_OK, rejectedStatus == nil, failure == nil, !observerStopped,
-              let head = deliveredHead, !head.isNotModified else { return code }
+            let head = deliveredHead, !head.isNotModified
+        else { return code }
         if let decoder { return decoder.isFinished ? code : CURLE_PARTIAL_FILE }
         if let total = head.contentLength, delivered < total { return CURLE_PARTIAL_FILE }
         return code
@@ -230,9 +239,11 @@ final class CurlTransfer: @unchecked Sendable {
             guard status == 429 || (500..<600).contains(status) else { return nil }
             if let retryAfter { return min(retryAfter, configuration.maxRetryAfter) }
         } else {
-            let transient: Set<UInt32> = [CURLE_COULDNT_CONNECT.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_SEND_ERROR.rawValue,
-                                          CURLE_PARTIAL_FILE.rawValue, CURLE_GOT_NOTHING.rawValue, CURLE_HTTP2.rawValue,
-                                          CURLE_HTTP2_STREAM.rawValue]
+            let transient: Set<UInt32> = [
+                CURLE_COULDNT_CONNECT.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_SEND_ERROR.rawValue,
+                CURLE_PARTIAL_FILE.rawValue, CURLE_GOT_NOTHING.rawValue, CURLE_HTTP2.rawValue,
+                CURLE_HTTP2_STREAM.rawValue
+            ]
             guard transient.contains(code.rawValue) else { return nil }
         }
         let backoff = configuration.retryBaseDelay * Double(1 << attempt)
@@ -268,7 +279,8 @@ final class CurlTransfer: @unchecked Sendable {
         case CURLE_OPERATION_TIMEDOUT: return .timedOut(detail)
         case CURLE_COULDNT_RESOLVE_HOST: return .unresolvable(detail)
         case CURLE_COULDNT_CONNECT: return .unreachable(detail)
-        case CURLE_PARTIAL_FILE: return .truncated(expected: deliveredHead?.contentLength ?? delivered, received: delivered)
+        case CURLE_PARTIAL_FILE:
+            return .truncated(expected: deliveredHead?.contentLength ?? delivered, received: delivered)
         default: return .transport(detail)
         }
     }

@@ -28,8 +28,10 @@ public final class FuseMount {
     /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
     /// With `passthrough` requested, opens of images whose whole body is in a file (``KernelReadableBody``) are
     /// answered so that the kernel reads that file by itself.
-    public init(filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
-                passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), logger: Logger) throws {
+    public init(
+        filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
+        passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), logger: Logger
+    ) throws {
         self.operations = FuseOperations(filesystem: filesystem, logger: logger)
         self.mountPoint = mountPoint
         self.logger = logger
@@ -63,7 +65,8 @@ public final class FuseMount {
         }
         operations.parallelLookupsRequested = imgfs_fuse_install_init_hooks(session, passthrough.requested)
         if operations.parallelLookupsRequested && passthrough.requested {
-            operations.passthrough = PassthroughOpens(session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger)
+            operations.passthrough = PassthroughOpens(
+                session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger)
             operations.pageCacheProbe = PageCacheProbe(session: FuseSessionPointer(raw: session))
         }
         if !operations.parallelLookupsRequested {

@@ -41,8 +41,10 @@ final class FuseOperations: @unchecked Sendable {
     /// could not ask for them (a libfuse whose INIT reply is laid out otherwise), the log says the feature is off.
     private func reportUnexpectedGrant(granted: Bool) {
         guard !grantChecked.exchange(true, ordering: .relaxed), parallelLookupsOffered.load(ordering: .relaxed),
-              !granted else { return }
-        let message = "the INIT answer could not ask for parallel lookups (unexpected reply layout): "
+            !granted
+        else { return }
+        let message =
+            "the INIT answer could not ask for parallel lookups (unexpected reply layout): "
             + "lookups do not wait for the network"
         logger.warning("\(message)")
     }
@@ -58,13 +60,15 @@ final class FuseOperations: @unchecked Sendable {
                 operations.parallelLookupsOffered.store(true, ordering: .relaxed)
                 operations.logger.notice("the kernel runs lookups in parallel: a lookup waits for the image's size")
             } else {
-                operations.logger.notice("the kernel serializes lookups per directory: lookups do not wait for the network")
+                operations.logger.notice(
+                    "the kernel serializes lookups per directory: lookups do not wait for the network")
             }
             // The INIT answer turns passthrough on whenever the kernel offers it and it was asked for (CFuseShims).
             if operations.passthrough != nil {
-                operations.logger.notice(imgfs_fuse_passthrough_offered()
-                    ? "passthrough: the kernel reads images kept whole in memory by itself"
-                    : "the kernel offers no passthrough (Linux 6.9+): every read goes through imgfs")
+                operations.logger.notice(
+                    imgfs_fuse_passthrough_offered()
+                        ? "passthrough: the kernel reads images kept whole in memory by itself"
+                        : "the kernel offers no passthrough (Linux 6.9+): every read goes through imgfs")
             }
         }
         ops.lookup = { req, parent, name in
@@ -76,11 +80,15 @@ final class FuseOperations: @unchecked Sendable {
             let (ticket, interest) = operations.pending.track(Request(req!)) { [filesystem = operations.filesystem] in
                 filesystem.lookupInterrupted(parent: UInt64(parent), name: bytes)
             }
-            operations.filesystem.lookup(parent: UInt64(parent), name: bytes, waitForSize: wait,
-                                         interest: interest) { [pending = operations.pending] result in
+            operations.filesystem.lookup(
+                parent: UInt64(parent), name: bytes, waitForSize: wait,
+                interest: interest
+            ) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else {
                     // Interrupted: the kernel never got this entry, so it holds no reference to drop later.
-                    if case .success(let entry) = result { operations.filesystem.forget(entry.attributes.inode, count: 1) }
+                    if case .success(let entry) = result {
+                        operations.filesystem.forget(entry.attributes.inode, count: 1)
+                    }
                     return
                 }
                 switch result {
@@ -116,10 +124,12 @@ final class FuseOperations: @unchecked Sendable {
         ops.open = { req, inode, info in
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
-            let reply = OpenReply(info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
-                                  passthrough: operations.passthrough, probe: operations.pageCacheProbe)
+            let reply = OpenReply(
+                info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
+                passthrough: operations.passthrough, probe: operations.pageCacheProbe)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
-            operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) { [pending = operations.pending] result in
+            operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) {
+                [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
                 case .success(let file): reply.send(request, file)
@@ -133,8 +143,10 @@ final class FuseOperations: @unchecked Sendable {
             let handle = info!.pointee.fh
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             let caller = pthread_self()
-            operations.filesystem.read(UInt64(inode), handle: handle, offset: Int(offset), count: size,
-                                       interest: interest) { [pending = operations.pending] result in
+            operations.filesystem.read(
+                UInt64(inode), handle: handle, offset: Int(offset), count: size,
+                interest: interest
+            ) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 // Bytes that arrive later are handed over by the fetching thread: copying them into the kernel there
                 // would hold up the next bytes of every transfer, so another thread sends them.
@@ -175,8 +187,9 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.readdir = { req, _, size, offset, info in
-            DirectoryReply.send(Request(req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
-                                capacity: size)
+            DirectoryReply.send(
+                Request(req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
+                capacity: size)
         }
         ops.releasedir = { req, _, info in
             context(req).filesystem.closeDirectory(info!.pointee.fh)
@@ -207,8 +220,10 @@ final class FuseOperations: @unchecked Sendable {
         ops.setxattr = { req, inode, name, value, size, _ in
             let bytes = Array(UnsafeRawBufferPointer(start: value, count: size).bindMemory(to: UInt8.self))
             let request = Request(req!)
-            switch context(req).filesystem.setExtendedAttribute(UInt64(inode), name: String(cString: name!),
-                                                                value: bytes) {
+            switch context(req).filesystem.setExtendedAttribute(
+                UInt64(inode), name: String(cString: name!),
+                value: bytes)
+            {
             case .success: request.succeed()
             case .failure(let error): request.fail(error)
             }
@@ -287,10 +302,14 @@ private struct OpenReply: @unchecked Sendable {
         }
     }
 
-    private func answer(_ request: consuming Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool) {
+    private func answer(
+        _ request: consuming Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool
+    ) {
         var info = info
-        if let passthrough, case .passthrough(let backingId, let readsFromDaemon) = passthrough.begin(
-            inode, body: file.kernelReadable, pagesCached: pagesCached) {
+        if let passthrough,
+            case .passthrough(let backingId, let readsFromDaemon) = passthrough.begin(
+                inode, body: file.kernelReadable, pagesCached: pagesCached)
+        {
             if readsFromDaemon { info.direct_io = 1 }
             // An open the kernel did not get (interrupted) gets no release.
             if request.reply(open: info, backingId: backingId) != 0 { passthrough.end(inode) }
@@ -314,7 +333,8 @@ private enum DirectoryReply {
                 status.st_ino = UInt(entry.inode)
                 status.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
                 let needed = request.withRaw {
-                    fuse_add_direntry($0, pointer.baseAddress! + used, capacity - used, entry.name, &status, off_t(next))
+                    fuse_add_direntry(
+                        $0, pointer.baseAddress! + used, capacity - used, entry.name, &status, off_t(next))
                 }
                 if needed > capacity - used { break }
                 used += needed

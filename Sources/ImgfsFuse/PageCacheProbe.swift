@@ -21,8 +21,9 @@ final class PageCacheProbe: Sendable {
             state.answers[state.next] = answer
             return state.next
         }
-        let result = fuse_lowlevel_notify_retrieve(session.raw, fuse_ino_t(inode), 4096, 0,
-                                                   UnsafeMutableRawPointer(bitPattern: cookie))
+        let result = fuse_lowlevel_notify_retrieve(
+            session.raw, fuse_ino_t(inode), 4096, 0,
+            UnsafeMutableRawPointer(bitPattern: cookie))
         if result != 0, let answer = take(cookie) { answer(false) }
     }
 

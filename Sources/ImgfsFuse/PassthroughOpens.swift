@@ -104,7 +104,12 @@ final class PassthroughOpens: Sendable {
     private func refused(_ error: Int32) {
         if error == EPERM || error == EACCES {
             if availability.markRefused() {
-                logger.notice("the kernel lets only a privileged daemon (CAP_SYS_ADMIN) register files for passthrough; large images are read through imgfs instead")
+                logger.notice(
+                    """
+                    the kernel lets only a privileged daemon (CAP_SYS_ADMIN) register files for passthrough; large \
+                    images are read through imgfs instead
+                    """
+                )
             }
         } else {
             logger.warning("cannot register an image for passthrough: \(String(cString: strerror(error)))")

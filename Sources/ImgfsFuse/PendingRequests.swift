@@ -28,8 +28,10 @@ final class PendingRequests: Sendable {
 
     /// Starts tracking `request`; returns the ticket to hand to ``finish(_:)`` and the interest to pass down, which an
     /// interrupt withdraws before calling `onInterrupt`.
-    func track(_ request: consuming Request,
-               onInterrupt: @escaping @Sendable () -> Void) -> (ticket: UInt, interest: Interest) {
+    func track(
+        _ request: consuming Request,
+        onInterrupt: @escaping @Sendable () -> Void
+    ) -> (ticket: UInt, interest: Interest) {
         let interest = Interest()
         let raw = request.withRaw { $0 }
         let parked = request.park()

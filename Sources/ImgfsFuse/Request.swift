@@ -107,11 +107,12 @@ struct Request: ~Copyable, Sendable {
     @discardableResult
     consuming func reply(open info: fuse_file_info, backingId: Int32? = nil) -> Int32 {
         var info = info
-        let result = if let backingId {
-            imgfs_fuse_reply_open_passthrough(raw, &info, backingId)
-        } else {
-            fuse_reply_open(raw, &info)
-        }
+        let result =
+            if let backingId {
+                imgfs_fuse_reply_open_passthrough(raw, &info, backingId)
+            } else {
+                fuse_reply_open(raw, &info)
+            }
         discard self
         return result
     }

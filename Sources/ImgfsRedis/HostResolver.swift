@@ -15,10 +15,14 @@ public enum HostResolver {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0,
-                           NI_NUMERICHOST) == 0,
-               let address = NetworkAddress(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
-                                                   as: UTF8.self)) {
+            if getnameinfo(
+                current.pointee.ai_addr, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0,
+                NI_NUMERICHOST) == 0,
+                let address = NetworkAddress(
+                    String(
+                        decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                        as: UTF8.self))
+            {
                 addresses.append(address)
             }
             entry = current.pointee.ai_next

@@ -13,10 +13,12 @@ public final class RedisStore: SharedStoring {
     private let timeout: TimeInterval
     private let idle = Locked<[RedisConnection]>([])
 
-    private static let renewScript = Array("""
+    private static let renewScript = Array(
+        """
         if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end
         """.utf8)
-    private static let deleteScript = Array("""
+    private static let deleteScript = Array(
+        """
         if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
         """.utf8)
 
@@ -43,14 +45,18 @@ public final class RedisStore: SharedStoring {
     }
 
     public func setIfAbsent(_ key: String, _ value: [UInt8], milliseconds: Int) throws(SharedStoreError) -> Bool {
-        let reply = try run([Array("SET".utf8), Array(key.utf8), value, Array("NX".utf8), Array("PX".utf8),
-                             Array(String(milliseconds).utf8)])
+        let reply = try run([
+            Array("SET".utf8), Array(key.utf8), value, Array("NX".utf8), Array("PX".utf8),
+            Array(String(milliseconds).utf8)
+        ])
         return reply != .null
     }
 
     public func renew(_ key: String, ifValue value: [UInt8], milliseconds: Int) throws(SharedStoreError) -> Bool {
-        let reply = try run([Array("EVAL".utf8), Self.renewScript, Array("1".utf8), Array(key.utf8), value,
-                             Array(String(milliseconds).utf8)])
+        let reply = try run([
+            Array("EVAL".utf8), Self.renewScript, Array("1".utf8), Array(key.utf8), value,
+            Array(String(milliseconds).utf8)
+        ])
         return reply == .integer(1)
     }
 
@@ -79,8 +85,10 @@ public final class RedisStore: SharedStoring {
     }
 
     /// Runs the command on `connection` and pools the connection again unless it broke.
-    private func finish(_ connection: RedisConnection,
-                        _ arguments: [[UInt8]]) throws(SharedStoreError) -> RedisConnection.Reply {
+    private func finish(
+        _ connection: RedisConnection,
+        _ arguments: [[UInt8]]
+    ) throws(SharedStoreError) -> RedisConnection.Reply {
         defer { if !connection.isBroken { idle.withLock { $0.append(connection) } } }
         return try connection.command(arguments)
     }

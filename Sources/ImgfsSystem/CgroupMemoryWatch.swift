@@ -34,9 +34,11 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
     private let stopped = Atomic<Bool>(false)
 
     /// A watch reading every `interval`; `onLimit` hears of each new limit (to size caches by it).
-    public init(interval: Duration = .milliseconds(100), usageFraction: Double = 0.7,
-                minimumInterval: Duration = .milliseconds(500), logger: Logger,
-                onLimit: @escaping @Sendable (Int?) -> Void) {
+    public init(
+        interval: Duration = .milliseconds(100), usageFraction: Double = 0.7,
+        minimumInterval: Duration = .milliseconds(500), logger: Logger,
+        onLimit: @escaping @Sendable (Int?) -> Void
+    ) {
         self.interval = interval
         self.usageFraction = usageFraction
         self.minimumInterval = minimumInterval
@@ -73,7 +75,8 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
             var reason: String?
             if let reading, Double(reading.workingSet) > Double(reading.limit) * usageFraction {
                 let used = MemorySnapshot.mebibytes(reading.workingSet), limit = MemorySnapshot.mebibytes(reading.limit)
-                reason = "memory cgroup v\(reading.version) working set \(used) above \(Int(usageFraction * 100)) % "
+                reason =
+                    "memory cgroup v\(reading.version) working set \(used) above \(Int(usageFraction * 100)) % "
                     + "of its limit \(limit)"
             }
             if let reason = edge.record(reason), !stopped.load(ordering: .relaxed) { onPressure(reason) }
@@ -90,20 +93,28 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
         var candidates: [(Int, String, String, String, String, String)] = []
         if let group = CgroupPaths.parseV1MemoryGroup(text) {
             let directory = root + "/memory" + (group == "/" ? "" : group)
-            candidates.append((1, group, directory + "/memory.limit_in_bytes", directory + "/memory.usage_in_bytes",
-                               directory + "/memory.stat", "total_inactive_file"))
+            candidates.append(
+                (
+                    1, group, directory + "/memory.limit_in_bytes", directory + "/memory.usage_in_bytes",
+                    directory + "/memory.stat", "total_inactive_file"
+                ))
         }
         if let group = CgroupPaths.parseV2Group(text) {
             for directory in [root, root + "/unified"].map({ $0 + (group == "/" ? "" : group) }) {
-                candidates.append((2, group, directory + "/memory.max", directory + "/memory.current",
-                                   directory + "/memory.stat", "inactive_file"))
+                candidates.append(
+                    (
+                        2, group, directory + "/memory.max", directory + "/memory.current",
+                        directory + "/memory.stat", "inactive_file"
+                    ))
             }
         }
         for (version, group, limitFile, usageFile, statFile, inactiveKey) in candidates {
             guard let limit = SystemFile.number(at: limitFile), limit > 0, limit < (total ?? Int.max),
-                  let usage = SystemFile.number(at: usageFile) else { continue }
+                let usage = SystemFile.number(at: usageFile)
+            else { continue }
             let stat = SystemFile.contents(of: statFile) ?? ""
-            let inactive = stat.split(separator: "\n").first { $0.hasPrefix(inactiveKey + " ") }
+            let inactive =
+                stat.split(separator: "\n").first { $0.hasPrefix(inactiveKey + " ") }
                 .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
             return Reading(version: version, path: group, limit: limit, usage: usage, inactiveFile: inactive)
         }

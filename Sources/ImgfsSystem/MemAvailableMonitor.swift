@@ -65,10 +65,12 @@ public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
             }
         }
         if started {
-            logger.info("watching memory by polling", metadata: [
-                "meminfo": "\(files.meminfo)", "interval": "\(interval)",
-                "threshold": "\(thresholdBytes.map(MemorySnapshot.mebibytes) ?? "max(5 % of MemTotal, 256 MiB)")",
-            ])
+            logger.info(
+                "watching memory by polling",
+                metadata: [
+                    "meminfo": "\(files.meminfo)", "interval": "\(interval)",
+                    "threshold": "\(thresholdBytes.map(MemorySnapshot.mebibytes) ?? "max(5 % of MemTotal, 256 MiB)")"
+                ])
         } else {
             logger.debug("memory monitor not started (already started or stopped)")
         }

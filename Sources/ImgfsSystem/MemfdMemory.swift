@@ -38,7 +38,8 @@ public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
         let size = (byteCount + Self.pageSize - 1) / Self.pageSize * Self.pageSize
         guard size > 0, ftruncate(descriptor, off_t(length + size)) == 0 else { return nil }
         guard let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, off_t(length)),
-              address != MAP_FAILED else {
+            address != MAP_FAILED
+        else {
             _ = ftruncate(descriptor, off_t(length))
             return nil
         }

@@ -11,11 +11,13 @@ public enum MemoryPressureSources {
             return psi
         }
         let monitor = MemAvailableMonitor(logger: logger)
-        logger.info("memory pressure source: MemAvailable polling", metadata: [
-            "meminfo": "\(monitor.files.meminfo)",
-            "cgroupV1Limit": "\(monitor.files.cgroupV1Limit ?? "none")",
-            "cgroupV2Max": "\(monitor.files.cgroupV2Max ?? "none")",
-        ])
+        logger.info(
+            "memory pressure source: MemAvailable polling",
+            metadata: [
+                "meminfo": "\(monitor.files.meminfo)",
+                "cgroupV1Limit": "\(monitor.files.cgroupV1Limit ?? "none")",
+                "cgroupV2Max": "\(monitor.files.cgroupV2Max ?? "none")"
+            ])
         return monitor
     }
 }

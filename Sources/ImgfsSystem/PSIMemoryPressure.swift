@@ -140,22 +140,24 @@ public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
         var limiter = RateLimiter(minimumInterval: minimumInterval)
         var fds = [
             pollfd(fd: triggerFD, events: Int16(POLLPRI), revents: 0),
-            pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
         ]
         while !isStopped {
             let ready = poll(&fds, nfds_t(fds.count), -1)
             if ready < 0 {
                 let code = errno
                 if code == EINTR { continue }
-                logger.error("PSI poll failed; memory pressure is no longer watched",
-                             metadata: ["error": "\(SystemFile.describe(errno: code))"])
+                logger.error(
+                    "PSI poll failed; memory pressure is no longer watched",
+                    metadata: ["error": "\(SystemFile.describe(errno: code))"])
                 return
             }
             if fds[1].revents != 0 { return }
             let events = Int32(fds[0].revents)
             if events & (POLLERR | POLLNVAL) != 0 {
-                logger.warning("PSI pressure file went away; memory pressure is no longer watched",
-                               metadata: ["file": "\(path)"])
+                logger.warning(
+                    "PSI pressure file went away; memory pressure is no longer watched",
+                    metadata: ["file": "\(path)"])
                 return
             }
             guard events & POLLPRI != 0, limiter.allow(), !isStopped else { continue }

@@ -23,13 +23,15 @@ final class WorkerThread: Sendable {
         let previous = TerminationSignals.block()
         let box = Unmanaged.passRetained(Body(name: name, body))
         var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { raw in
-            guard let raw else { return nil }
-            let body = Unmanaged<Body>.fromOpaque(raw).takeRetainedValue()
-            WorkerThread.nameCurrentThread(body.name)
-            body.run()
-            return nil
-        }, box.toOpaque())
+        let result = pthread_create(
+            &handle, nil,
+            { raw in
+                guard let raw else { return nil }
+                let body = Unmanaged<Body>.fromOpaque(raw).takeRetainedValue()
+                WorkerThread.nameCurrentThread(body.name)
+                body.run()
+                return nil
+            }, box.toOpaque())
         TerminationSignals.restore(previous)
         guard result == 0 else {
             box.release()

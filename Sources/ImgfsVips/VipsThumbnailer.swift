@@ -19,23 +19,31 @@ public struct VipsThumbnailer: VariantMaking {
         guard imgfs_vips_start() == 0 else { throw StartFailure() }
     }
 
-    public func makeVariant(of original: UnsafeRawBufferPointer, _ specification: VariantSpecification)
-        -> Result<MadeVariant, VariantError> {
+    public func makeVariant(
+        of original: UnsafeRawBufferPointer, _ specification: VariantSpecification
+    )
+        -> Result<MadeVariant, VariantError>
+    {
         guard let base = original.baseAddress, original.count > 0 else { return .failure(.undecodable("empty body")) }
         var result = imgfs_vips_result()
-        let status = imgfs_vips_thumbnail(base, original.count, Int32(clamping: specification.longerSide),
-                                          Int64(specification.maximumPixels),
-                                          Int32(clamping: specification.jpegQuality), &result)
+        let status = imgfs_vips_thumbnail(
+            base, original.count, Int32(clamping: specification.longerSide),
+            Int64(specification.maximumPixels),
+            Int32(clamping: specification.jpegQuality), &result)
         defer { imgfs_vips_free(result.data) }
         let message = Self.text(&result.message)
         switch status {
         case IMGFS_VIPS_OK:
             let bytes = [UInt8](UnsafeRawBufferPointer(start: result.data, count: result.length))
-            return .success(MadeVariant(bytes: bytes, format: result.png != 0 ? .png : .jpeg,
-                                        width: Int(result.width), height: Int(result.height)))
+            return .success(
+                MadeVariant(
+                    bytes: bytes, format: result.png != 0 ? .png : .jpeg,
+                    width: Int(result.width), height: Int(result.height)))
         case IMGFS_VIPS_TOO_MANY_PIXELS:
-            return .failure(.tooManyPixels(width: Int(result.source_width), height: Int(result.source_height),
-                                           limit: specification.maximumPixels))
+            return .failure(
+                .tooManyPixels(
+                    width: Int(result.source_width), height: Int(result.source_height),
+                    limit: specification.maximumPixels))
         case IMGFS_VIPS_NOT_RASTER:
             return .failure(.notRaster(message))
         default:

@@ -15,7 +15,8 @@ enum Background {
         let log = try FileHandle(forWritingTo: logFile)
         log.seekToEndOfFile()
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        process.executableURL = URL(
+            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         process.arguments = Array(CommandLine.arguments.dropFirst()) + ["--foreground"]
         var environment = ProcessInfo.processInfo.environment
         environment[marker] = "1"
@@ -33,7 +34,9 @@ enum Background {
             if !process.isRunning { break }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        let tail = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").suffix(5).joined(separator: "\n") ?? ""
+        let tail =
+            (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").suffix(5).joined(
+                separator: "\n") ?? ""
         throw MountPoint.Unusable(description: "the mount did not come up; last log lines:\n\(tail)")
     }
 

@@ -11,7 +11,8 @@ enum CacheDirectory {
 
     /// Creates `directory` with mode 0700 when missing.
     static func create(_ directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
     }
 }

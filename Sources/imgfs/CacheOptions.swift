@@ -4,8 +4,10 @@ import ImgfsCore
 
 /// The caching options of `imgfs mount`.
 struct CacheOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM; "
-                               + "never more than an eighth of the memory cgroup limit)."))
+    @Option(
+        help: ArgumentHelp(
+            "Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM; "
+                + "never more than an eighth of the memory cgroup limit)."))
     var memoryLimit: String?
 
     @Option(help: "Disk cache size cap, e.g. 1G.")
@@ -17,21 +19,25 @@ struct CacheOptions: ParsableArguments {
     @Flag(help: "Let HTTP Cache-Control and Expires decide freshness (default: a fixed --expire for every image).")
     var cacheControl = false
 
-    @Option(help: "cache-else-load (default), cache-only (never use the network) or reload (fetch again once per mount).")
+    @Option(
+        help: "cache-else-load (default), cache-only (never use the network) or reload (fetch again once per mount).")
     var policy = CachePolicy.cacheElseLoad.rawValue
 
     @Option(help: "How long a 404, 410 or unresolvable host is remembered, e.g. 60s.")
     var negativeTtl = "60s"
 
-    @Flag(help: """
-        Remember failed URLs only for the second one use takes (its stat, open and reads): the next open tries again.
-        """)
+    @Flag(
+        help: """
+            Remember failed URLs only for the second one use takes (its stat, open and reads): \
+            the next open tries again.
+            """)
     var retryFailed = false
 
-    @Option(help: """
-        Remove images from the disk cache once they have been expired this long, e.g. 30d (default: keep them for \
-        offline use until --disk-limit evicts them).
-        """)
+    @Option(
+        help: """
+            Remove images from the disk cache once they have been expired this long, e.g. 30d (default: keep them for \
+            offline use until --disk-limit evicts them).
+            """)
     var maxStale: String?
 
     func validate() throws {
@@ -43,12 +49,16 @@ struct CacheOptions: ParsableArguments {
 
     func memoryBudget() throws -> Int {
         guard let memoryLimit else { return min(256 << 20, Int(ProcessInfo.processInfo.physicalMemory / 10)) }
-        guard let bytes = Quantity.bytes(memoryLimit) else { throw ValidationError("--memory-limit: not a size: \(memoryLimit)") }
+        guard let bytes = Quantity.bytes(memoryLimit) else {
+            throw ValidationError("--memory-limit: not a size: \(memoryLimit)")
+        }
         return bytes
     }
 
     func diskBudget() throws -> Int {
-        guard let bytes = Quantity.bytes(diskLimit) else { throw ValidationError("--disk-limit: not a size: \(diskLimit)") }
+        guard let bytes = Quantity.bytes(diskLimit) else {
+            throw ValidationError("--disk-limit: not a size: \(diskLimit)")
+        }
         return bytes
     }
 
@@ -57,8 +67,12 @@ struct CacheOptions: ParsableArguments {
         guard let policy = CachePolicy(rawValue: policy) else {
             throw ValidationError("--policy: one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard let lifetime = Quantity.seconds(expire) else { throw ValidationError("--expire: not a duration: \(expire)") }
-        guard let negative = Quantity.seconds(negativeTtl) else { throw ValidationError("--negative-ttl: not a duration: \(negativeTtl)") }
+        guard let lifetime = Quantity.seconds(expire) else {
+            throw ValidationError("--expire: not a duration: \(expire)")
+        }
+        guard let negative = Quantity.seconds(negativeTtl) else {
+            throw ValidationError("--negative-ttl: not a duration: \(negativeTtl)")
+        }
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         // One use (lookup, stat, open, reads) sees one attempt even with --retry-failed.

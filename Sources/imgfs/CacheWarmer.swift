@@ -16,8 +16,10 @@ struct CacheWarmer: Sendable {
 
     /// Reads the whole file of `text` into `buffer` (at least ``chunkSize`` bytes) and discards it, calling
     /// `progress` with the size of every chunk read; returns the file's size.
-    func warm(_ text: String, buffer: UnsafeMutableRawBufferPointer,
-              progress: (Int) -> Void) -> Result<Int, PrefetchError> {
+    func warm(
+        _ text: String, buffer: UnsafeMutableRawBufferPointer,
+        progress: (Int) -> Void
+    ) -> Result<Int, PrefetchError> {
         let url: ImageURL
         do {
             url = try ImageURL(text)
@@ -32,15 +34,18 @@ struct CacheWarmer: Sendable {
         let result = read("\(mountPoint)/\(form.relativePath)", into: buffer, progress: progress)
         // The errno alone says little ("Input/output error"): the daemon remembers why (what `imgfs why` prints).
         if case .failure(.system(let code)) = result,
-           let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs") {
+            let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
+        {
             return .failure(.daemon(code, reason))
         }
         return result
     }
 
     /// Reads `path` to its end; the number of bytes, or the errno of the call that failed.
-    private func read(_ path: String, into buffer: UnsafeMutableRawBufferPointer,
-                      progress: (Int) -> Void) -> Result<Int, PrefetchError> {
+    private func read(
+        _ path: String, into buffer: UnsafeMutableRawBufferPointer,
+        progress: (Int) -> Void
+    ) -> Result<Int, PrefetchError> {
         var descriptor: Int32
         repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
         guard descriptor >= 0 else { return .failure(.system(errno)) }

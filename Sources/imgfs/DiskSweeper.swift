@@ -16,7 +16,8 @@ enum DiskSweeper {
         timer.setEventHandler {
             let now = Date()
             let before = keepExpiredFor.map { now - $0 } ?? .distantPast
-            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
+            let (entries, bytes) = disk.sweep(
+                now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
             if entries > 0 {
                 logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
             }

@@ -7,7 +7,8 @@ import ImgfsCore
 enum FileURL {
     /// `file://` and the percent-encoded absolute `path`.
     static func string(forPath path: String) -> String {
-        "file://" + path.split(separator: "/", omittingEmptySubsequences: false)
+        "file://"
+            + path.split(separator: "/", omittingEmptySubsequences: false)
             .map { NameCodec.encode(String($0)) }.joined(separator: "/")
     }
 }

@@ -2,23 +2,31 @@
 /// fstab and systemd pass them: each `-o` item that names an imgfs option becomes that option; fstab-only items
 /// (`defaults`, `noauto`, `_netdev`, `x-systemd.*`, …) are dropped; the rest stay FUSE options.
 enum FstabOptions {
-    static let flags: Set<String> = ["foreground", "cache-control", "retry-failed", "allow-any-type",
-                                     "deny-private-networks", "insecure", "nonempty", "no-passthrough",
-                                     "no-disk-cache"]
-    static let valued: Set<String> = ["cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
-                                      "max-stale",
-                                      "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
-                                      "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
-                                      "thumb-sizes", "max-pixels", "thumb-workers",
-                                      "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
-                                      "shared-lease",
-                                      "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
-                                      "policy-file", "placeholder"]
-    static let fstabOnly: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
-                                         "rw"]
+    static let flags: Set<String> = [
+        "foreground", "cache-control", "retry-failed", "allow-any-type",
+        "deny-private-networks", "insecure", "nonempty", "no-passthrough",
+        "no-disk-cache"
+    ]
+    static let valued: Set<String> = [
+        "cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
+        "max-stale",
+        "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
+        "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
+        "thumb-sizes", "max-pixels", "thumb-workers",
+        "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
+        "shared-lease",
+        "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
+        "policy-file", "placeholder"
+    ]
+    static let fstabOnly: Set<String> = [
+        "defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
+        "rw"
+    ]
 
-    static let subcommands: Set<String> = ["mount", "path", "name", "why", "stats", "purge", "prefetch", "help",
-                                           "reload", "policy", "list"]
+    static let subcommands: Set<String> = [
+        "mount", "path", "name", "why", "stats", "purge", "prefetch", "help",
+        "reload", "policy", "list"
+    ]
 
     /// `arguments` (without the program name) with the `-o` items of a `mount` command rewritten. The form mount(8)
     /// and mount.fuse3 use, `imgfs SOURCE MOUNTPOINT -o OPTIONS` (for `mount -t fuse.imgfs none /mnt/img -o …` and
@@ -26,7 +34,8 @@ enum FstabOptions {
     static func rewrite(_ arguments: [String]) -> [String] {
         var arguments = arguments
         if arguments.count >= 2, let first = arguments.first, !first.hasPrefix("-"), !subcommands.contains(first),
-           !arguments[1].hasPrefix("-") {
+            !arguments[1].hasPrefix("-")
+        {
             arguments = ["mount"] + arguments.dropFirst()
         }
         guard arguments.first == "mount" else { return arguments }

@@ -17,8 +17,10 @@ struct Imgfs: ParsableCommand {
             are served from memory.
             """,
         version: version,
-        subcommands: [MountCommand.self, PathCommand.self, NameCommand.self, WhyCommand.self, PrefetchCommand.self,
-                      StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self,
-                      ListCommand.self]
+        subcommands: [
+            MountCommand.self, PathCommand.self, NameCommand.self, WhyCommand.self, PrefetchCommand.self,
+            StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self,
+            ListCommand.self
+        ]
     )
 }

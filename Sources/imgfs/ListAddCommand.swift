@@ -35,8 +35,11 @@ struct ListAddCommand: ParsableCommand {
         let (lines, problems) = ListText.parse(text)
         for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        let extensions = noProbe ? [:] : ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
-            .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
+        let extensions =
+            noProbe
+            ? [:]
+            : ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
+                .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
         let previous = store.list(name, recheck: true)
         let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
         try store.save(list)
@@ -52,18 +55,23 @@ struct ListAddCommand: ParsableCommand {
 enum ListNaming {
     /// Names each line; a URL that was in `previous` keeps its name there (its first one, for duplicates), and a name
     /// already taken gets `-2`, `-3`, ... before its extension.
-    static func list(_ name: String, lines: [ListText.Line], extensions: [ImageURL: String],
-                     previous: ImageList?) -> ImageList {
+    static func list(
+        _ name: String, lines: [ListText.Line], extensions: [ImageURL: String],
+        previous: ImageList?
+    ) -> ImageList {
         var kept: [String: [String]] = [:]
         for entry in previous?.entries ?? [] { kept[entry.urlText, default: []].append(entry.name) }
         var taken = Set<String>()
         var entries: [ImageList.Entry] = []
         for (index, line) in lines.enumerated() {
-            var entryName = kept[line.url.string]?.first.map { first in
-                kept[line.url.string]?.removeFirst()
-                return first
-            } ?? EntryNamer.name(index: index, count: lines.count, url: line.url, given: line.givenName,
-                                 knownExtension: extensions[line.url])
+            var entryName =
+                kept[line.url.string]?.first.map { first in
+                    kept[line.url.string]?.removeFirst()
+                    return first
+                }
+                ?? EntryNamer.name(
+                    index: index, count: lines.count, url: line.url, given: line.givenName,
+                    knownExtension: extensions[line.url])
             if taken.contains(entryName) { entryName = unique(entryName, taken: taken) }
             taken.insert(entryName)
             entries.append(ImageList.Entry(name: entryName, url: line.url))

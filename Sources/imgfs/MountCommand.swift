@@ -22,7 +22,9 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Mount even on a directory that is not empty (its files are hidden while mounted).")
     var nonempty = false
 
-    @Option(name: .short, help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
+    @Option(
+        name: .short,
+        help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
     var options: [String] = []
 
     @OptionGroup(title: "Network")
@@ -40,7 +42,11 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Requests")
     var requests: RequestOptions
 
-    @Flag(help: "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then goes through imgfs.")
+    @Flag(
+        help: ArgumentHelp(
+            "Never let the kernel read images by itself (FUSE passthrough, Linux 6.9+, needs root); every read then "
+                + "goes through imgfs.")
+    )
     var noPassthrough = false
 
     @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
@@ -78,19 +84,22 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "imgfs")
         ActivePolicy.replace(with: hostRules)
-        logger.info("request rules: \(hostRules.rules.count) policy rules",
-                    metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
+        logger.info(
+            "request rules: \(hostRules.rules.count) policy rules",
+            metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
         let reloader = requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) }
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
-        var fetcherConfiguration = network.fetcherConfiguration(fuseOptions: fuseOptions,
-                                                                userAgent: "imgfs/\(Imgfs.version)")
+        var fetcherConfiguration = network.fetcherConfiguration(
+            fuseOptions: fuseOptions,
+            userAgent: "imgfs/\(Imgfs.version)")
         requests.applyProxy(to: &fetcherConfiguration)
         let fetcher = CurlFetcher(configuration: fetcherConfiguration, logger: logger)
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
         repositoryConfiguration.addressPolicy = fetcherConfiguration.addressPolicy
-        repositoryConfiguration.sharedTier = try shared.tier(origin: fetcher, network: network, fuseOptions: fuseOptions,
-                                                             expiry: repositoryConfiguration.expiry, logger: logger)
+        repositoryConfiguration.sharedTier = try shared.tier(
+            origin: fetcher, network: network, fuseOptions: fuseOptions,
+            expiry: repositoryConfiguration.expiry, logger: logger)
         // Bodies the kernel may read by itself live in memfd files; the rest (and all, without passthrough) in memory.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
@@ -98,23 +107,30 @@ struct MountCommand: ParsableCommand {
             passthrough.isUsable
         }
         let memoryCache = MemoryCache(budget: try cache.memoryBudget())
-        let repository = ImageRepository(fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache,
-                                         disk: requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory,
-                                                                                              logger: logger),
-                                         configuration: repositoryConfiguration, logger: logger,
-                                         diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
+        let repository = ImageRepository(
+            fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache,
+            disk: requests.noDiskCache
+                ? nil
+                : try openDiskCache(
+                    in: cacheDirectory,
+                    logger: logger),
+            configuration: repositoryConfiguration, logger: logger,
+            diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let names = requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names")
         let registry = LongNameRegistry(directory: names)
-        let variants = try thumbnails.makeStore(repository: repository,
-                                                cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,
-                                                memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
-                                                logger: logger)
-        let lists = ListDirectories(store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
-                                    readAhead: ReadAhead(depth: readAhead, repository: repository),
-                                    hosts: HostDirectories(tiers: repository.tiers))
-        let filesystem = ImageFilesystem(repository: repository, registry: registry,
-                                         placeholder: try requests.placeholderImage(), logger: logger,
-                                         variants: variants, lists: lists)
+        let variants = try thumbnails.makeStore(
+            repository: repository,
+            cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,
+            memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
+            logger: logger)
+        let lists = ListDirectories(
+            store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
+            readAhead: ReadAhead(depth: readAhead, repository: repository),
+            hosts: HostDirectories(tiers: repository.tiers))
+        let filesystem = ImageFilesystem(
+            repository: repository, registry: registry,
+            placeholder: try requests.placeholderImage(), logger: logger,
+            variants: variants, lists: lists)
         // The memory cgroup's limit caps the cache's budget (an eighth of it: transfers, queued disk writes, readers'
         // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
         let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
@@ -122,8 +138,10 @@ struct MountCommand: ParsableCommand {
             let why = limit == nil ? "" : " (an eighth of the memory cgroup limit)"
             logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(why)")
         }
-        let pressure = CombinedPressure(sources: [MemoryPressureSources.best(logger: logger), cgroupWatch,
-                                                  PurgeSignal.source])
+        let pressure = CombinedPressure(sources: [
+            MemoryPressureSources.best(logger: logger), cgroupWatch,
+            PurgeSignal.source
+        ])
         pressure.start { reason in
             repository.tiers.purgeMemory(reason: reason)
             variants.purgeMemory()
@@ -131,8 +149,9 @@ struct MountCommand: ParsableCommand {
         }
         let mount: FuseMount
         do {
-            mount = try FuseMount(filesystem: filesystem, mountPoint: mountPath, options: fuseOptions,
-                                  passthrough: passthrough, logger: logger)
+            mount = try FuseMount(
+                filesystem: filesystem, mountPoint: mountPath, options: fuseOptions,
+                passthrough: passthrough, logger: logger)
         } catch {
             pressure.stop()
             fetcher.shutdown()
@@ -140,10 +159,20 @@ struct MountCommand: ParsableCommand {
         }
         reloader?.start()
         if !noPassthrough && !privileged {
-            logger.notice("no CAP_SYS_ADMIN: the kernel cannot be handed large images to read by itself (passthrough); every read goes through imgfs")
+            logger.notice(
+                """
+                no CAP_SYS_ADMIN: the kernel cannot be handed large images to read by itself (passthrough); every \
+                read goes through imgfs
+                """
+            )
         }
         if fuseOptions.contains("allow_other") || network.denyPrivateNetworks {
-            logger.notice("refusing private network addresses (\(network.denyPrivateNetworks ? "--deny-private-networks" : "allow_other: other users can name URLs"))")
+            logger.notice(
+                """
+                refusing private network addresses (\(network.denyPrivateNetworks
+                    ? "--deny-private-networks" : "allow_other: other users can name URLs"))
+                """
+            )
         }
         logger.notice("mounted on \(mountPath)", metadata: ["cache": "\(cacheDirectory.path)"])
         mount.serve {
@@ -157,8 +186,9 @@ struct MountCommand: ParsableCommand {
 
     private func openDiskCache(in directory: URL, logger: Logger) throws -> DiskCache {
         let expiry = try cache.repositoryConfiguration().expiry
-        let disk = try DiskCache(directory: directory, sizeLimit: try cache.diskBudget(), logger: logger,
-                                 expiry: { expiry.expiry(of: $0) })
+        let disk = try DiskCache(
+            directory: directory, sizeLimit: try cache.diskBudget(), logger: logger,
+            expiry: { expiry.expiry(of: $0) })
         DiskSweeper.start(disk, keepExpiredFor: try cache.keepExpired(), logger: logger)
         return disk
     }

@@ -13,7 +13,11 @@ enum MountPoint {
     /// mounted on, on a machine with /dev/fuse.
     static func validated(_ path: String, allowNonEmpty: Bool = false) throws -> String {
         guard access("/dev/fuse", R_OK | W_OK) == 0 else {
-            throw Unusable(description: "/dev/fuse is missing or not accessible: load the fuse module (modprobe fuse) or run where FUSE is allowed")
+            throw Unusable(
+                description:
+                    "/dev/fuse is missing or not accessible: load the fuse module (modprobe fuse) or run where FUSE "
+                    + "is allowed"
+            )
         }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
         var status = stat()
@@ -27,21 +31,35 @@ enum MountPoint {
                 throw Unusable(description: "mount point \(absolute): \(String(cString: strerror(code)))")
             }
         }
-        guard status.st_mode & S_IFMT == S_IFDIR else { throw Unusable(description: "mount point \(absolute) is not a directory") }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw Unusable(description: "mount point \(absolute) is not a directory")
+        }
         if isMounted(absolute) {
             // stat can answer from the kernel's attribute cache after the daemon died; statvfs always asks it.
             var filesystem = statvfs()
             if statvfs(absolute, &filesystem) != 0, errno == ENOTCONN { throw dead(absolute) }
-            throw Unusable(description: "mount point \(absolute) is already an imgfs mount (unmount it first: fusermount3 -u \(absolute))")
+            throw Unusable(
+                description:
+                    "mount point \(absolute) is already an imgfs mount (unmount it first: fusermount3 -u \(absolute))")
         }
-        if !allowNonEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: absolute), !entries.isEmpty {
-            throw Unusable(description: "mount point \(absolute) is not empty (imgfs would hide its files; use --nonempty or -o nonempty to mount anyway)")
+        if !allowNonEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: absolute),
+            !entries.isEmpty
+        {
+            throw Unusable(
+                description:
+                    "mount point \(absolute) is not empty (imgfs would hide its files; use --nonempty or -o "
+                    + "nonempty to mount anyway)"
+            )
         }
         return absolute
     }
 
     private static func dead(_ absolute: String) -> Unusable {
-        Unusable(description: "mount point \(absolute) is a dead FUSE mount (its daemon has gone): unmount it with fusermount3 -u \(absolute)")
+        Unusable(
+            description:
+                "mount point \(absolute) is a dead FUSE mount (its daemon has gone): unmount it with fusermount3 -u "
+                + "\(absolute)"
+        )
     }
 
     /// The mount points of the imgfs filesystems mounted now (from /proc/self/mountinfo).
@@ -65,8 +83,9 @@ enum MountPoint {
     /// working directory is left alone (safe while other threads read). Returns the errno of the step that failed
     /// and whether it was the last one (the image's own lookup: the name is registered even when that fails), or nil.
     static func register(chunks: [String], in mount: String) -> (errno: Int32, atLast: Bool)? {
-        var directory = open("\(mount)/\(ImagePath.imagesDirectory)/\(ImagePath.chunkDirectory)",
-                             pathOnly | O_DIRECTORY | O_CLOEXEC)
+        var directory = open(
+            "\(mount)/\(ImagePath.imagesDirectory)/\(ImagePath.chunkDirectory)",
+            pathOnly | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { return (errno, false) }
         defer { close(directory) }
         for chunk in chunks.dropLast() {

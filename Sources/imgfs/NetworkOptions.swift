@@ -50,7 +50,9 @@ struct NetworkOptions: ParsableArguments {
     }
 
     func maxBytes() throws -> Int {
-        guard let bytes = Quantity.bytes(maxSize), bytes > 0 else { throw ValidationError("--max-size: not a size: \(maxSize)") }
+        guard let bytes = Quantity.bytes(maxSize), bytes > 0 else {
+            throw ValidationError("--max-size: not a size: \(maxSize)")
+        }
         return bytes
     }
 

@@ -22,17 +22,19 @@ struct PathCommand: ParsableCommand {
     @Option(help: "The mount point: print full paths, and register long URLs with this mount.")
     var mount: String?
 
-    @Flag(help: """
-        For programs that insist on a file extension: when the URL's path has no image extension, add an encoded \
-        #.<ext> fragment (never sent to the server) from the image's signature, else its content type. Needs \
-        --mount; an image not cached yet is fetched first (its first KiB is read through the mount).
-        """)
+    @Flag(
+        help: """
+            For programs that insist on a file extension: when the URL's path has no image extension, add an encoded \
+            #.<ext> fragment (never sent to the server) from the image's signature, else its content type. Needs \
+            --mount; an image not cached yet is fetched first (its first KiB is read through the mount).
+            """)
     var ext = false
 
-    @Flag(help: """
-        Print a file:// URL that browsers load (the % of the encoded name written as %25, so that the name is not \
-        decoded into slashes); implies full paths (--mount, or the one imgfs mount found).
-        """)
+    @Flag(
+        help: """
+            Print a file:// URL that browsers load (the % of the encoded name written as %25, so that the name is not \
+            decoded into slashes); implies full paths (--mount, or the one imgfs mount found).
+            """)
     var fileUrl = false
 
     func run() throws {
@@ -56,9 +58,10 @@ struct PathCommand: ParsableCommand {
 
     private func inputURLs() throws -> [String] {
         guard urls.isEmpty || urls == ["-"] else { return urls }
-        return (readLine(strippingNewline: true).map { first in
-            [first] + Array(sequence(state: ()) { _ in readLine(strippingNewline: true) })
-        } ?? []).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        return
+            (readLine(strippingNewline: true).map { first in
+                [first] + Array(sequence(state: ()) { _ in readLine(strippingNewline: true) })
+            } ?? []).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
     private func path(for original: ImageURL, mountPoint: String?) throws -> String {
@@ -77,7 +80,8 @@ struct PathCommand: ParsableCommand {
             }
             for mount in mounts {
                 if let failure = MountPoint.register(chunks: chunks, in: mount), !failure.atLast {
-                    throw ValidationError("cannot register the URL with \(mount): \(String(cString: strerror(failure.errno)))")
+                    throw ValidationError(
+                        "cannot register the URL with \(mount): \(String(cString: strerror(failure.errno)))")
                 }
             }
         }

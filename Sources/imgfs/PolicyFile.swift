@@ -13,9 +13,11 @@ enum PolicyFile {
         let description: String
     }
 
-    static let ruleKeys: Set<String> = ["host", "headers", "user-agent", "referer", "cookie-file", "deny", "cache-key",
-                                        "expire", "cache-control", "max-size", "transfers-per-host",
-                                        "keep-offline"]
+    static let ruleKeys: Set<String> = [
+        "host", "headers", "user-agent", "referer", "cookie-file", "deny", "cache-key",
+        "expire", "cache-control", "max-size", "transfers-per-host",
+        "keep-offline"
+    ]
 
     /// The rules of the file at `path`, on top of the command line's `defaults`.
     static func load(_ path: String, defaults: HostRule) throws(Invalid) -> HostRules {
@@ -147,7 +149,7 @@ enum PolicyFile {
     private static func yamlReason(_ error: YamlError) -> String {
         switch error {
         case let .scanner(context, problem, _, _), let .parser(context, problem, _, _),
-             let .composer(context, problem, _, _):
+            let .composer(context, problem, _, _):
             [context?.text, problem].compactMap { $0 }.joined(separator: ": ")
         case let .duplicatedKeysInMapping(duplicates, _): "duplicated keys: \(duplicates.joined(separator: ", "))"
         default: "\(error)".replacingOccurrences(of: "\n", with: " ")

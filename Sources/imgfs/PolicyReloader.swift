@@ -40,8 +40,9 @@ struct PolicyReloader: Sendable {
         do {
             let rules = try PolicyFile.load(path, defaults: defaults)
             ActivePolicy.replace(with: rules)
-            logger.notice("policy reloaded: \(rules.rules.count) rules from \(path)",
-                          metadata: ["patterns": "\(rules.rules.map(\.pattern))"])
+            logger.notice(
+                "policy reloaded: \(rules.rules.count) rules from \(path)",
+                metadata: ["patterns": "\(rules.rules.map(\.pattern))"])
         } catch {
             logger.error("policy not reloaded, keeping the old rules: \(error)")
         }

@@ -43,8 +43,9 @@ final class PrefetchTally: Sendable {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return state.withLock { state in
-            ProgressLine(total: total, done: state.done, failed: state.failures.count, bytes: state.bytes,
-                         seconds: seconds)
+            ProgressLine(
+                total: total, done: state.done, failed: state.failures.count, bytes: state.bytes,
+                seconds: seconds)
         }
     }
 

@@ -56,8 +56,10 @@ struct ProgressLine: Equatable, Sendable {
     /// The bar narrows, then goes, then the text is cut when the terminal is narrow.
     func rendered(columns: Int = 80) -> String {
         let counts = "\(done)/\(total)"
-        let text = [counts, Quantity.describe(bytes: bytes), Self.rate(bytesPerSecond),
-                    "ETA \(remainingSeconds.map(Self.clock) ?? "--:--")", "\(failed) failed"].joined(separator: "  ")
+        let text = [
+            counts, Quantity.describe(bytes: bytes), Self.rate(bytesPerSecond),
+            "ETA \(remainingSeconds.map(Self.clock) ?? "--:--")", "\(failed) failed"
+        ].joined(separator: "  ")
         let room = columns - 1
         let barRoom = min(Self.barWidth, room - text.count - 4)
         let line = barRoom >= Self.minimumBarWidth ? "\(Self.bar(fraction, width: barRoom))  \(text)" : text

@@ -7,7 +7,10 @@ import ImgfsFuse
 struct PurgeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
-        abstract: "Empty a mount's memory cache (the default, as memory pressure or SIGUSR1 would), both caches, or the expired images.")
+        abstract:
+            "Empty a mount's memory cache (the default, as memory pressure or SIGUSR1 would), both caches, or the "
+            + "expired images."
+    )
 
     enum Kind: String, EnumerableFlag {
         case memory, disk, expired
@@ -30,6 +33,10 @@ struct PurgeCommand: ParsableCommand {
     func run() throws {
         _ = try StatisticsFile.read(mountPoint)
         try MountControl.set("user.imgfs.purge", to: kind.rawValue, on: "\(mountPoint)/.imgfs")
-        print("imgfs: purged the \(kind == .expired ? "expired images" : kind == .disk ? "disk and memory caches" : "memory cache") of \(mountPoint)")
+        print(
+            "imgfs: purged the "
+                + "\(kind == .expired ? "expired images" : kind == .disk ? "disk and memory caches" : "memory cache") "
+                + "of \(mountPoint)"
+        )
     }
 }

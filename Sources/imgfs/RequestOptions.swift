@@ -6,8 +6,10 @@ import ImgfsCurl
 /// The request options of `imgfs mount`: what requests carry, the proxy, the policy file, memory-only caching and the
 /// placeholder image.
 struct RequestOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("A request header 'Name: value' (repeatable); sent only to the URL's own host.",
-                               valueName: "header"))
+    @Option(
+        help: ArgumentHelp(
+            "A request header 'Name: value' (repeatable); sent only to the URL's own host.",
+            valueName: "header"))
     var header: [String] = []
 
     @Option(help: "The User-Agent sent (default: imgfs/VERSION).")
@@ -22,8 +24,10 @@ struct RequestOptions: ParsableArguments {
     @Option(help: "Proxy URL (http://, https://, socks5://, socks5h://); default: $http_proxy, $HTTPS_PROXY, …")
     var proxy: String?
 
-    @Option(help: ArgumentHelp("Hosts reached without the proxy, comma separated ('*': all); default: $NO_PROXY.",
-                               valueName: "list"))
+    @Option(
+        help: ArgumentHelp(
+            "Hosts reached without the proxy, comma separated ('*': all); default: $NO_PROXY.",
+            valueName: "list"))
     var noproxy: String?
 
     @Option(help: "A policy file (YAML) of rules by host; reread on SIGHUP and `imgfs reload MOUNTPOINT`.")

@@ -6,8 +6,10 @@ import Logging
 
 /// The shared-tier options of `imgfs mount` (`--shared-cache` and its limits).
 struct SharedCacheOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("A Redis server the mounts of a fleet share as a cache tier between disk and origin.",
-                               valueName: "redis://[:password@]host:port[/db]"))
+    @Option(
+        help: ArgumentHelp(
+            "A Redis server the mounts of a fleet share as a cache tier between disk and origin.",
+            valueName: "redis://[:password@]host:port[/db]"))
     var sharedCache: String?
 
     @Option(help: "A file holding the Redis password (instead of putting it in --shared-cache).")
@@ -34,13 +36,16 @@ struct SharedCacheOptions: ParsableArguments {
     }
 
     /// The shared tier in front of `origin`, or nil without `--shared-cache`.
-    func tier(origin: any ImageFetching, network: NetworkOptions, fuseOptions: [String], expiry: ExpiryPolicy,
-              logger: Logger) throws -> SharedTierFetcher? {
+    func tier(
+        origin: any ImageFetching, network: NetworkOptions, fuseOptions: [String], expiry: ExpiryPolicy,
+        logger: Logger
+    ) throws -> SharedTierFetcher? {
         guard let sharedCache else { return nil }
         let address = try address(sharedCache)
         var configuration = try tierSettings()
         configuration.expiry = expiry
-        configuration.addressPolicy = network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
+        configuration.addressPolicy =
+            network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
             .addressPolicy
         configuration.waitLimit = network.timeout
         configuration.requireImage = try network.limits().requireImage
@@ -51,8 +56,9 @@ struct SharedCacheOptions: ParsableArguments {
         } catch {
             logger.warning("shared cache \(address) does not answer (\(error)); fetching from the origin until it does")
         }
-        return SharedTierFetcher(origin: origin, store: store, configuration: configuration, logger: logger,
-                                 resolve: { HostResolver.addresses(of: $0) })
+        return SharedTierFetcher(
+            origin: origin, store: store, configuration: configuration, logger: logger,
+            resolve: { HostResolver.addresses(of: $0) })
     }
 
     private func tierSettings() throws -> SharedTierConfiguration {

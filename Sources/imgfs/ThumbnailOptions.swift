@@ -6,8 +6,10 @@ import Logging
 
 /// The thumbnail options of `imgfs mount`, and the wiring of `thumb/`.
 struct ThumbnailOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The sizes under thumb/ (longest side in pixels), separated by commas (or colons, in -o);"
-                               + " others are ENOENT.", valueName: "sizes"))
+    @Option(
+        help: ArgumentHelp(
+            "The sizes under thumb/ (longest side in pixels), separated by commas (or colons, in -o);"
+                + " others are ENOENT.", valueName: "sizes"))
     var thumbSizes = "64,128,256,512,1024"
 
     @Option(help: "thumb/ refuses (EFBIG) originals whose header announces more pixels than this, before decoding.")
@@ -23,7 +25,9 @@ struct ThumbnailOptions: ParsableArguments {
     }
 
     func sizes() throws -> [Int] {
-        let sizes = thumbSizes.split(whereSeparator: { $0 == "," || $0 == ":" }).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let sizes = thumbSizes.split(whereSeparator: { $0 == "," || $0 == ":" }).map {
+            Int($0.trimmingCharacters(in: .whitespaces))
+        }
         guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) > 0 && ($0 ?? 0) <= 16384 }) else {
             throw ValidationError("--thumb-sizes: comma-separated sizes from 1 to 16384 pixels, e.g. 64,256")
         }
@@ -33,8 +37,10 @@ struct ThumbnailOptions: ParsableArguments {
     /// The variant store: libvips on `--thumb-workers` threads; its own memory cache (an eighth of the images'
     /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, a quarter of the disk limit).
     /// The variant store; with `cacheDirectory` nil (`--no-disk-cache`) variants are kept in memory only.
-    func makeStore(repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
-                   logger: Logger) throws -> VariantStore {
+    func makeStore(
+        repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
+        logger: Logger
+    ) throws -> VariantStore {
         var configuration = VariantStore.Configuration()
         configuration.sizes = try sizes()
         configuration.maximumPixels = maxPixels
@@ -42,8 +48,9 @@ struct ThumbnailOptions: ParsableArguments {
             try DiskCache(directory: $0.appendingPathComponent("variants"), sizeLimit: diskBudget / 4, logger: logger)
         }
         let workers = VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount)
-        return VariantStore(repository: repository, maker: try VipsThumbnailer(),
-                            memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,
-                            configuration: configuration, logger: logger)
+        return VariantStore(
+            repository: repository, maker: try VipsThumbnailer(),
+            memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,
+            configuration: configuration, logger: logger)
     }
 }

@@ -23,7 +23,8 @@ struct PolicyFileTests {
 
     @Test("a full policy file is read into rules in file order")
     func validFile() throws {
-        let rules = try load("""
+        let rules = try load(
+            """
             rules:
               - host: "*.cdn.example.com"
                 headers:
@@ -48,30 +49,40 @@ struct PolicyFileTests {
 
     @Test("per-host settings: expire, cache-control, max-size, transfers-per-host")
     func settings() throws {
-        let rules = try load("rules:\n  - host: a.com\n    expire: 30m\n    cache-control: true\n    max-size: 2M\n    transfers-per-host: 2\n    keep-offline: yes\n")
+        let rules = try load(
+            "rules:\n  - host: a.com\n    expire: 30m\n    cache-control: true\n    max-size: 2M\n    "
+                + "transfers-per-host: 2\n    keep-offline: yes\n"
+        )
         #expect(rules.rules[0].expire == 1800 && rules.rules[0].cacheControl == true)
         #expect(rules.rules[0].maxSize == 2 << 20 && rules.rules[0].transfersPerHost == 2)
         #expect(rules.rules[0].keepOffline == true)
-        #expect(error("rules:\n  - host: a.com\n    max-size: lots\n").contains(":3: max-size: not a valid value: lots"))
+        #expect(
+            error("rules:\n  - host: a.com\n    max-size: lots\n").contains(":3: max-size: not a valid value: lots"))
         #expect(error("rules:\n  - host: a.com\n    transfers-per-host: 0\n").contains(":3: transfers-per-host"))
     }
 
     @Test("errors name the file's line and the reason, on one line")
     func errors() {
-        #expect(error("rules:\n  - host: a.com\n    colour: blue\n").contains(":3: unknown key colour (expected one of"))
+        #expect(
+            error("rules:\n  - host: a.com\n    colour: blue\n").contains(":3: unknown key colour (expected one of"))
         #expect(error("rules:\n  - host: \"*\"\n  - host: a.com\n").contains(":3: the default rule"))
         #expect(error("rules:\n  - host: \"a b\"\n").contains(":2: host: not a host pattern"))
         #expect(error("rules:\n  - host: a.com\n    deny: maybe\n").contains(":3: deny: expected true or false"))
-        #expect(error("rules:\n  - host: a.com\n    headers:\n      \"Bad Name\": x\n").contains(":4: headers: not a valid header"))
+        #expect(
+            error("rules:\n  - host: a.com\n    headers:\n      \"Bad Name\": x\n").contains(
+                ":4: headers: not a valid header"))
         #expect(error("rules: [\n").contains(".yaml:2:"))
         #expect(error("settings: 1\n").contains(":1: unknown key settings"))
-        for text in ["rules:\n  - host: a.com\n    colour: blue\n", "rules: [\n"] { #expect(!error(text).contains("\n")) }
+        for text in ["rules:\n  - host: a.com\n    colour: blue\n", "rules: [\n"] {
+            #expect(!error(text).contains("\n"))
+        }
     }
 
     @Test("cache-key rules drop parameters by name or glob, keep the others in order, and leave other URLs alone")
     func cacheKeyRules() {
         let rules = CacheKeyRules(dropped: ["X-Amz-*", "Expires", "utm_*", "token"])
-        #expect(rules.keyText(for: "https://a.com/i.jpg?w=3&X-Amz-Signature=abc&Expires=9&h=4")
+        #expect(
+            rules.keyText(for: "https://a.com/i.jpg?w=3&X-Amz-Signature=abc&Expires=9&h=4")
                 == "https://a.com/i.jpg?w=3&h=4")
         #expect(rules.keyText(for: "https://a.com/i.jpg?x-amz-date=1&TOKEN=2") == "https://a.com/i.jpg")
         #expect(rules.keyText(for: "https://a.com/i.jpg?utm%5Fsource=x&w=1") == "https://a.com/i.jpg?w=1")
@@ -97,8 +108,13 @@ struct PolicyFileTests {
 
     @Test("the new options have fstab forms")
     func fstabForms() {
-        let rewritten = FstabOptions.rewrite(["mount", "/mnt", "-o", "no_disk_cache,proxy=http://127.0.0.1:3128,policy_file=/etc/p.yaml,allow_other"])
-        #expect(rewritten == ["mount", "/mnt", "--no-disk-cache", "--proxy", "http://127.0.0.1:3128",
-                              "--policy-file", "/etc/p.yaml", "-o", "allow_other"])
+        let rewritten = FstabOptions.rewrite([
+            "mount", "/mnt", "-o", "no_disk_cache,proxy=http://127.0.0.1:3128,policy_file=/etc/p.yaml,allow_other"
+        ])
+        #expect(
+            rewritten == [
+                "mount", "/mnt", "--no-disk-cache", "--proxy", "http://127.0.0.1:3128",
+                "--policy-file", "/etc/p.yaml", "-o", "allow_other"
+            ])
     }
 }

@@ -13,7 +13,8 @@ struct ProgressLineTests {
     @Test("the redrawn line shows a bar, counts, bytes, rate, ETA and failures")
     func rendered() {
         let line = ProgressLine(total: 100, done: 25, failed: 1, bytes: 3 * 1_048_576, seconds: 2)
-        #expect(line.rendered(columns: 120)
+        #expect(
+            line.rendered(columns: 120)
                 == "[#####-----------------]  25/100  3.0 MiB  1.50 MiB/s  ETA 0:06  1 failed")
         #expect(line.rendered(columns: 120).hasPrefix(ProgressLine.bar(0.25, width: ProgressLine.barWidth)))
     }
@@ -25,8 +26,9 @@ struct ProgressLineTests {
         #expect(line.rendered() == "[----------------------]  0/7  0 B  0.00 MiB/s  ETA --:--  0 failed")
     }
 
-    @Test("a narrow terminal narrows the bar, then drops it, then cuts the text: the line never wraps",
-          arguments: [10, 40, 60, 70, 75, 80, 200])
+    @Test(
+        "a narrow terminal narrows the bar, then drops it, then cuts the text: the line never wraps",
+        arguments: [10, 40, 60, 70, 75, 80, 200])
     func narrow(_ columns: Int) {
         let line = ProgressLine(total: 1000, done: 500, failed: 12, bytes: 123_456_789, seconds: 61)
         let text = line.rendered(columns: columns)
@@ -56,9 +58,12 @@ struct ProgressLineTests {
         #expect(ProgressLine(total: 3, done: 3, failed: 5).succeeded == 0)
     }
 
-    @Test("clocks are m:ss below an hour and h:mm:ss above, rounded up",
-          arguments: [(0.0, "0:00"), (0.2, "0:01"), (59.5, "1:00"), (61, "1:01"), (3599, "59:59"), (3723, "1:02:03"),
-                      (.infinity, "0:00")])
+    @Test(
+        "clocks are m:ss below an hour and h:mm:ss above, rounded up",
+        arguments: [
+            (0.0, "0:00"), (0.2, "0:01"), (59.5, "1:00"), (61, "1:01"), (3599, "59:59"), (3723, "1:02:03"),
+            (.infinity, "0:00")
+        ])
     func clock(_ seconds: Double, _ expected: String) {
         #expect(ProgressLine.clock(seconds) == expected)
     }

@@ -17,8 +17,9 @@ struct DiskWriteYieldTests {
         configuration.diskWrites.yieldSize = 2  // the bodies below are 3 bytes
         configuration.diskWrites.quietPeriod = quiet
         configuration.diskWrites.maxDelay = maxDelay
-        return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
-                               configuration: configuration, logger: .init(label: "test"))
+        return ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            configuration: configuration, logger: .init(label: "test"))
     }
 
     /// Keeps asking `repository` for a cached image every 10 ms for `seconds`.
@@ -83,8 +84,9 @@ struct DiskWriteYieldTests {
         configuration.limits.requireImage = false
         configuration.diskWrites.quietPeriod = 60
         configuration.diskWrites.maxDelay = 60
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
-                                         configuration: configuration, logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            configuration: configuration, logger: .init(label: "test"))
         _ = repository.prepare(url)
         fetcher.respond(0, body: [1, 2, 3])
         keepReading(repository, for: 0.3)
@@ -107,8 +109,9 @@ struct DiskWriteYieldTests {
         configuration.limits.requireImage = false
         configuration.diskWrites.maxDelay = maxDelay
         configuration.diskWrites.holdLimit = holdLimit
-        return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
-                               configuration: configuration, logger: .init(label: "test"))
+        return ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            configuration: configuration, logger: .init(label: "test"))
     }
 
     @Test("a small body waits while another transfer runs, and is written when it ends")
@@ -120,7 +123,9 @@ struct DiskWriteYieldTests {
         Poll.elapse(0.3)
         #expect(disk.record(forKey: url.cacheKey) == nil, "not written while a transfer runs")
         let replies = Replies<[UInt8]?>()
-        repository.read(url, offset: 0, count: 3) { replies.record(try? $0.get().bytes.copyBytes(offset: $0.get().offset, count: 3)) }
+        repository.read(url, offset: 0, count: 3) {
+            replies.record(try? $0.get().bytes.copyBytes(offset: $0.get().offset, count: 3))
+        }
         #expect(replies.all == [[1, 2, 3]], "served from memory meanwhile")
         #expect(fetcher.transfers.count == 2)
         fetcher.respond(1, body: [4, 5, 6, 7])

@@ -10,9 +10,15 @@ struct DownloadTests {
     func streams() {
         let download = Download(url: url, limits: .init(requireImage: false))
         let replies = Replies<[UInt8]>()
-        download.read(offset: 0, count: 4) { replies.record((try? $0.get())?.bytes.copyBytes(offset: 0, count: 4) ?? []) }
-        download.read(offset: 8, count: 4) { replies.record((try? $0.get()).map { slice in
-            slice.withSegments { $0.flatMap { Array($0) } } } ?? []) }
+        download.read(offset: 0, count: 4) {
+            replies.record((try? $0.get())?.bytes.copyBytes(offset: 0, count: 4) ?? [])
+        }
+        download.read(offset: 8, count: 4) {
+            replies.record(
+                (try? $0.get()).map { slice in
+                    slice.withSegments { $0.flatMap { Array($0) } }
+                } ?? [])
+        }
         download.transferDidReceive(head: ResponseHead(status: 200, contentLength: 12))
         [UInt8](0..<6).withUnsafeBytes { _ = download.transferDidReceive(bytes: $0) }
         #expect(replies.all == [[0, 1, 2, 3]], "the second range has not arrived")
@@ -67,7 +73,6 @@ struct DownloadTests {
         #expect(FetchError.httpStatus(404).description == "HTTP 404 Not Found")
     }
 }
-
 
 @Suite("Download limits")
 struct DownloadLimitTests {

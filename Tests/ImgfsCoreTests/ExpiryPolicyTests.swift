@@ -23,12 +23,20 @@ struct ExpiryPolicyTests {
     @Test("with Cache-Control honoured: no-store, no-cache, max-age, Expires")
     func cacheControl() {
         let policy = ExpiryPolicy(lifetime: 600, honorsCacheControl: true)
-        #expect(policy.decide(for: head("no-store"), now: now) == .init(store: false, expiresAt: now, fromHeaders: true))
+        #expect(
+            policy.decide(for: head("no-store"), now: now) == .init(store: false, expiresAt: now, fromHeaders: true))
         #expect(policy.decide(for: head("no-cache"), now: now) == .init(store: true, expiresAt: now, fromHeaders: true))
-        #expect(policy.decide(for: head("public, max-age=0"), now: now) == .init(store: true, expiresAt: now, fromHeaders: true))
-        #expect(policy.decide(for: head("max-age=\"120\""), now: now) == .init(store: true, expiresAt: now + 120, fromHeaders: true))
-        #expect(policy.decide(for: head(expires: HTTPDate.format(now + 300)), now: now) == .init(store: true, expiresAt: now + 300, fromHeaders: true))
-        #expect(policy.decide(for: head(expires: "0"), now: now) == .init(store: true, expiresAt: now, fromHeaders: true))
+        #expect(
+            policy.decide(for: head("public, max-age=0"), now: now)
+                == .init(store: true, expiresAt: now, fromHeaders: true))
+        #expect(
+            policy.decide(for: head("max-age=\"120\""), now: now)
+                == .init(store: true, expiresAt: now + 120, fromHeaders: true))
+        #expect(
+            policy.decide(for: head(expires: HTTPDate.format(now + 300)), now: now)
+                == .init(store: true, expiresAt: now + 300, fromHeaders: true))
+        #expect(
+            policy.decide(for: head(expires: "0"), now: now) == .init(store: true, expiresAt: now, fromHeaders: true))
         #expect(policy.decide(for: head(), now: now) == .init(store: true, expiresAt: now + 600))
     }
 }

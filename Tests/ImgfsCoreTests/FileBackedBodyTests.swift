@@ -103,7 +103,9 @@ struct FileBackedBodyTests {
         let file = FakeFileMemory()
         let bytes = ImageBytes(expectedCount: 5, memory: memory(file))
         let body = (0..<300).map { UInt8($0 % 251) }
-        for start in stride(from: 0, to: body.count, by: 7) { append(bytes, Array(body[start..<min(start + 7, body.count)])) }
+        for start in stride(from: 0, to: body.count, by: 7) {
+            append(bytes, Array(body[start..<min(start + 7, body.count)]))
+        }
         #expect(bytes.copyBytes() == body)
         #expect(bytes.completeDescriptor(size: body.count) == FakeFileMemory.descriptor)
         #expect(file.file == body)
@@ -154,16 +156,20 @@ struct FileBackedBodyTests {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
         configuration.bodyMemory = BodyMemory { size in size > ImageFilesystem.preloadLimit ? FakeFileMemory() : nil }
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 4 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"))
-        let filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
-                                         logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 4 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
+        let filesystem = ImageFilesystem(
+            repository: repository, registry: LongNameRegistry(directory: nil),
+            logger: .init(label: "test"))
         let large = [UInt8](repeating: 9, count: ImageFilesystem.preloadLimit + 10)
         var opens: [ImageFilesystem.OpenFile] = []
         for (index, body) in [large, [1, 2, 3]].enumerated() {
             let replies = Replies<Result<Entry, FilesystemError>>()
-            filesystem.lookup(parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/\(index).png").utf8),
-                              waitForSize: true) { replies.record($0) }
+            filesystem.lookup(
+                parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/\(index).png").utf8),
+                waitForSize: true
+            ) { replies.record($0) }
             fetcher.respond(index, body: body)
             let inode = try #require(replies.all.first).get().attributes.inode
             let opened = Replies<ImageFilesystem.OpenFile?>()

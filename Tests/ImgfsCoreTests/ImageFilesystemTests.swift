@@ -11,8 +11,9 @@ struct ImageFilesystemTests {
     init() {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
         filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
     }
 
@@ -40,10 +41,13 @@ struct ImageFilesystemTests {
     func badNames() {
         #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array("hello".utf8)) == .failure(.notFound))
         #expect(lookupImage("ftp://127.0.0.1/a.png") == .failure(.notFound))
-        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array("http%3G".utf8)) == .failure(.invalidName))
+        #expect(
+            filesystem.lookup(parent: InodeTable.imagesInode, name: Array("http%3G".utf8)) == .failure(.invalidName))
         #expect(lookupImage("http://u:p@127.0.0.1/a.png") == .failure(.accessDenied))
-        #expect(filesystem.lookup(parent: InodeTable.imagesInode, name: Array(("~" + String(repeating: "0", count: 64)).utf8))
-            == .failure(.notFound))
+        #expect(
+            filesystem.lookup(
+                parent: InodeTable.imagesInode, name: Array(("~" + String(repeating: "0", count: 64)).utf8))
+                == .failure(.notFound))
         #expect(filesystem.lookup(parent: InodeTable.rootInode, name: Array("other".utf8)) == .failure(.notFound))
         #expect(fetcher.transfers.isEmpty)
     }
@@ -93,7 +97,8 @@ struct ImageFilesystemTests {
         let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
         let names = filesystem.readDirectory(handle, from: 0).map(\.entry.name)
         #expect(names == [".", "..", NameCodec.encode("http://127.0.0.1/b.png")])
-        #expect(filesystem.readDirectory(handle, from: 2).map(\.entry.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
+        #expect(
+            filesystem.readDirectory(handle, from: 2).map(\.entry.name) == [NameCodec.encode("http://127.0.0.1/b.png")])
         filesystem.closeDirectory(handle)
     }
 
@@ -102,12 +107,14 @@ struct ImageFilesystemTests {
         let disk = FakeDisk()
         for index in 0..<1000 {
             let url = try ImageURL("http://127.0.0.1/\(index).png")
-            let record = CacheRecord(key: url.cacheKey, url: url.string, size: 1, contentType: nil, etag: nil,
-                                     lastModified: nil, fetchedAt: Date(), expiresAt: .distantFuture)
+            let record = CacheRecord(
+                key: url.cacheKey, url: url.string, size: 1, contentType: nil, etag: nil,
+                lastModified: nil, fetchedAt: Date(), expiresAt: .distantFuture)
             try [UInt8]([1]).withUnsafeBytes { _ = try disk.store(record, body: $0) }
         }
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
-                                         configuration: .init(), logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            configuration: .init(), logger: .init(label: "test"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
         let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
         disk.resetRecordReads()

@@ -29,7 +29,9 @@ struct ImagePathTests {
         #expect(!chunks.last!.hasSuffix("+"))
         let joined = chunks.map { $0.hasSuffix("+") ? String($0.dropLast()) : $0 }.joined()
         #expect(try NameCodec.decode(Array(joined.utf8)) == long.string)
-        #expect(ImagePath.form(for: long).relativePath.utf8.count <= ImagePath.pathLimit - ImagePath.assumedMountPointLength)
+        #expect(
+            ImagePath.form(for: long).relativePath.utf8.count <= ImagePath.pathLimit - ImagePath.assumedMountPointLength
+        )
     }
 
     @Test("URLs up to 8 KiB that do not fit get a digest name", arguments: [3000, 6000, 8192])
@@ -49,7 +51,8 @@ struct ImagePathTests {
     func mountPointLength() throws {
         let long = try url(length: 1300, filler: "%")
         #expect(ImagePath.form(for: long, mountPointLength: 10).relativePath.contains("/+/"))
-        if case .digest = ImagePath.form(for: long, mountPointLength: 3000) {} else {
+        if case .digest = ImagePath.form(for: long, mountPointLength: 3000) {
+        } else {
             Issue.record("a 3000-byte mount point leaves no room for chunks")
         }
     }
@@ -71,7 +74,8 @@ struct SHA256Tests {
     func vectors() {
         #expect(SHA256.hex(of: []) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hex(of: "abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256.hex(of: "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
-            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            SHA256.hex(of: "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 }

@@ -9,21 +9,26 @@ struct ImageRepositoryTests {
     let clock = TestClock()
     let url = try! ImageURL("http://127.0.0.1/a.png")
 
-    func repository(policy: CachePolicy = .cacheElseLoad, lifetime: TimeInterval = 60, cacheControl: Bool = false,
-                    memory: Int = 1 << 20, disk useDisk: Bool = true) -> ImageRepository {
+    func repository(
+        policy: CachePolicy = .cacheElseLoad, lifetime: TimeInterval = 60, cacheControl: Bool = false,
+        memory: Int = 1 << 20, disk useDisk: Bool = true
+    ) -> ImageRepository {
         var configuration = ImageRepository.Configuration()
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         configuration.limits.requireImage = false
         // Disk writes run inline, so a body is on disk once its transfer has been answered.
-        return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
-                               configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now },
-                               diskWriter: InlineWorker())
+        return ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: memory), disk: useDisk ? disk : nil,
+            configuration: configuration, logger: .init(label: "test"), now: { [clock] in clock.now },
+            diskWriter: InlineWorker())
     }
 
     func read(_ repository: ImageRepository, _ url: ImageURL? = nil) -> Result<[UInt8], FetchError>? {
         let replies = Replies<Result<[UInt8], FetchError>>()
-        repository.read(url ?? self.url, offset: 0, count: 1 << 20) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
+        repository.read(url ?? self.url, offset: 0, count: 1 << 20) {
+            replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) })
+        }
         return replies.all.first
     }
 
@@ -138,7 +143,9 @@ struct ImageRepositoryTests {
         let restarted = self.repository()
         disk.corrupt(url.cacheKey)
         let replies = Replies<Result<[UInt8], FetchError>>()
-        restarted.read(url, offset: 0, count: 10) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
+        restarted.read(url, offset: 0, count: 10) {
+            replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) })
+        }
         #expect(fetcher.transfers.count == 3, "refetched after the checksum failed")
         fetcher.respond(2, body: [9, 9])
         #expect(replies.all == [.success([9, 9])])
@@ -152,7 +159,9 @@ struct ImageRepositoryTests {
         observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: 4))
         [UInt8]([1, 2]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         let replies = Replies<Result<[UInt8], FetchError>>()
-        repository.read(url, offset: 0, count: 4) { replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) }) }
+        repository.read(url, offset: 0, count: 4) {
+            replies.record($0.map { $0.bytes.copyBytes(offset: $0.offset, count: $0.count) })
+        }
         #expect(repository.tiers.purgeMemory(reason: "test") == 0)
         [UInt8]([3, 4]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         observer.transferDidComplete(error: nil)

@@ -8,17 +8,21 @@ struct EntryNamerTests {
 
     @Test("index, sanitized last segment, extension from the URL, else from what is known, else none")
     func shapes() throws {
-        #expect(EntryNamer.name(index: 41, count: 100, url: try url("https://x.org/a/green%20photo.JPG?s=1"))
-            == "00042-green-photo.jpg")
-        #expect(EntryNamer.name(index: 0, count: 3, url: try url("https://x.org/raw/thing"), knownExtension: "png")
-            == "00001-thing.png")
+        #expect(
+            EntryNamer.name(index: 41, count: 100, url: try url("https://x.org/a/green%20photo.JPG?s=1"))
+                == "00042-green-photo.jpg")
+        #expect(
+            EntryNamer.name(index: 0, count: 3, url: try url("https://x.org/raw/thing"), knownExtension: "png")
+                == "00001-thing.png")
         #expect(EntryNamer.name(index: 0, count: 3, url: try url("https://x.org/raw/thing")) == "00001-thing")
         #expect(EntryNamer.name(index: 0, count: 3, url: try url("https://x.org/")) == "00001")
         #expect(EntryNamer.name(index: 9, count: 123_456, url: try url("https://x.org/p.gif")) == "000010-p.gif")
-        #expect(EntryNamer.name(index: 0, count: 1, url: try url("https://x.org/p.png"), given: "Cover Image")
-            == "00001-Cover-Image.png")
-        #expect(EntryNamer.name(index: 0, count: 1, url: try url("https://x.org/..%2F..%2Fetc%0Apasswd"))
-            == "00001-etc-passwd")
+        #expect(
+            EntryNamer.name(index: 0, count: 1, url: try url("https://x.org/p.png"), given: "Cover Image")
+                == "00001-Cover-Image.png")
+        #expect(
+            EntryNamer.name(index: 0, count: 1, url: try url("https://x.org/..%2F..%2Fetc%0Apasswd"))
+                == "00001-etc-passwd")
     }
 
     @Test("names are valid UTF-8, at most 255 bytes, without '/', control characters or a leading dot")
@@ -39,7 +43,8 @@ struct EntryNamerTests {
 struct ListTextTests {
     @Test("comments, blank lines, CRLF, URL<TAB>name; invalid lines reported with their numbers; duplicates kept")
     func parse() {
-        let text = "# c\r\nhttps://a.org/1.png\r\n\r\nnot a url\nhttps://a.org/2.png\tTwo\nhttps://a.org/1.png\nftp://x/y\n"
+        let text =
+            "# c\r\nhttps://a.org/1.png\r\n\r\nnot a url\nhttps://a.org/2.png\tTwo\nhttps://a.org/1.png\nftp://x/y\n"
         let (lines, problems) = ListText.parse(text)
         #expect(lines.map(\.url.string) == ["https://a.org/1.png", "https://a.org/2.png", "https://a.org/1.png"])
         #expect(lines.map(\.givenName) == [nil, "Two", nil])

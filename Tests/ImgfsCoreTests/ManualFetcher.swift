@@ -21,9 +21,12 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
     var cancelCount: Int { cancelled.withLock { $0 } }
 
     /// Plays a whole successful response on transfer `index`.
-    func respond(_ index: Int = 0, body: [UInt8], contentLength: Bool = true, etag: String? = nil, cacheControl: String? = nil) {
+    func respond(
+        _ index: Int = 0, body: [UInt8], contentLength: Bool = true, etag: String? = nil, cacheControl: String? = nil
+    ) {
         let observer = transfers[index].observer
-        var head = ResponseHead(status: 200, contentLength: contentLength ? body.count : nil, contentType: "image/png", etag: etag)
+        var head = ResponseHead(
+            status: 200, contentLength: contentLength ? body.count : nil, contentType: "image/png", etag: etag)
         head.cacheControl = cacheControl
         _ = observer.transferDidReceive(head: head)
         body.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }

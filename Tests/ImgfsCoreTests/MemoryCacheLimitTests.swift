@@ -5,9 +5,10 @@ import Testing
 @Suite("Memory cache under a memory limit")
 struct MemoryCacheLimitTests {
     private func image(_ name: String, size: Int) -> CachedImage {
-        CachedImage(url: try! ImageURL("http://127.0.0.1/\(name)"),
-                    bytes: ImageBytes(copying: [UInt8](repeating: 1, count: size)),
-                    metadata: ImageMetadata(size: size), expiresAt: .distantFuture)
+        CachedImage(
+            url: try! ImageURL("http://127.0.0.1/\(name)"),
+            bytes: ImageBytes(copying: [UInt8](repeating: 1, count: size)),
+            metadata: ImageMetadata(size: size), expiresAt: .distantFuture)
     }
 
     @Test("a memory limit lowers the budget at once (never above the configured one); nil restores it")

@@ -5,8 +5,10 @@ import Testing
 @Suite("Memory cache")
 struct MemoryCacheTests {
     private func image(_ name: String, size: Int) -> CachedImage {
-        CachedImage(url: try! ImageURL("http://127.0.0.1/\(name)"), bytes: ImageBytes(copying: [UInt8](repeating: 1, count: size)),
-                    metadata: ImageMetadata(size: size), expiresAt: .distantFuture)
+        CachedImage(
+            url: try! ImageURL("http://127.0.0.1/\(name)"),
+            bytes: ImageBytes(copying: [UInt8](repeating: 1, count: size)),
+            metadata: ImageMetadata(size: size), expiresAt: .distantFuture)
     }
 
     @Test("stays within its budget, dropping the least recently used first")

@@ -6,8 +6,9 @@ struct NameCodecTests {
     @Test("encodes every reserved character, as Python's quote(url, safe='') does")
     func encodesLikePython() {
         // quote("https://example.com/a b/ü.png?x=1&y=[2]#frag", safe='') in CPython 3.11:
-        #expect(NameCodec.encode("https://example.com/a b/ü.png?x=1&y=[2]#frag")
-            == "https%3A%2F%2Fexample.com%2Fa%20b%2F%C3%BC.png%3Fx%3D1%26y%3D%5B2%5D%23frag")
+        #expect(
+            NameCodec.encode("https://example.com/a b/ü.png?x=1&y=[2]#frag")
+                == "https%3A%2F%2Fexample.com%2Fa%20b%2F%C3%BC.png%3Fx%3D1%26y%3D%5B2%5D%23frag")
         #expect(NameCodec.encode("A-Z_a.z~0+9%") == "A-Z_a.z~0%2B9%25")
     }
 
@@ -18,7 +19,7 @@ struct NameCodecTests {
         "query string": "https://cdn.example.com/i.webp?w=300&h=200&sig=abc%2Fdef%3D&x=a+b",
         "fragment": "https://example.com/a.png#.png",
         "ipv6": "http://[::1]:8080/x.gif",
-        "8 KiB": "https://example.com/" + String(repeating: "p%20q/ä", count: 1000),
+        "8 KiB": "https://example.com/" + String(repeating: "p%20q/ä", count: 1000)
     ]
 
     @Test("round-trips ASCII, Unicode, query strings, fragments and 8 KiB URLs", arguments: samples.keys.sorted())
@@ -31,7 +32,9 @@ struct NameCodecTests {
 
     @Test("decodes lower-case hex and encodeURIComponent's unescaped characters")
     func decodesLaxForms() throws {
-        #expect(try NameCodec.decode(Array("https%3a%2f%2fexample.com%2f(1)!*'.png".utf8)) == "https://example.com/(1)!*'.png")
+        #expect(
+            try NameCodec.decode(Array("https%3a%2f%2fexample.com%2f(1)!*'.png".utf8))
+                == "https://example.com/(1)!*'.png")
     }
 
     @Test("rejects bad percent escapes with their offset")
@@ -50,19 +53,21 @@ struct NameCodecTests {
 
 @Suite("Image URLs")
 struct ImageURLTests {
-    @Test("rejects what is not an http(s) URL", arguments: [
-        ("not a url", NameError.notAURL),
-        ("http://exa mple.com/a.png", NameError.notAURL),
-        ("http://x/\u{1f}", NameError.forbiddenCharacter(0x1f)),
-        ("example.com/a.png", NameError.notAURL),
-        ("ftp://example.com/a.png", NameError.unsupportedScheme("ftp")),
-        ("file:///etc/passwd", NameError.unsupportedScheme("file")),
-        ("https:example.com", NameError.notAURL),
-        ("https:///a.png", NameError.missingHost),
-        ("https://example.com:99999/a.png", NameError.invalidPort),
-        ("https://user:secret@example.com/a.png", NameError.credentials),
-        ("http://x/\u{7f}", NameError.forbiddenCharacter(0x7f)),
-    ])
+    @Test(
+        "rejects what is not an http(s) URL",
+        arguments: [
+            ("not a url", NameError.notAURL),
+            ("http://exa mple.com/a.png", NameError.notAURL),
+            ("http://x/\u{1f}", NameError.forbiddenCharacter(0x1f)),
+            ("example.com/a.png", NameError.notAURL),
+            ("ftp://example.com/a.png", NameError.unsupportedScheme("ftp")),
+            ("file:///etc/passwd", NameError.unsupportedScheme("file")),
+            ("https:example.com", NameError.notAURL),
+            ("https:///a.png", NameError.missingHost),
+            ("https://example.com:99999/a.png", NameError.invalidPort),
+            ("https://user:secret@example.com/a.png", NameError.credentials),
+            ("http://x/\u{7f}", NameError.forbiddenCharacter(0x7f))
+        ])
     func rejects(_ text: String, _ expected: NameError) {
         #expect(throws: expected) { try ImageURL(text) }
     }
@@ -74,7 +79,9 @@ struct ImageURLTests {
         let encoded = try ImageURL("http://h/misc/green%20photo%20%22%3C%3E%5C%5E%60%7B%7C%7D%C3%A9.jpg?q=a%20b")
         #expect(spaced.cacheKey == encoded.cacheKey)
         #expect(spaced != encoded, "two names, one image")
-        #expect(try ImageURL("http://h/a.png").cacheKey == SHA256.hex(of: "http://h/a.png".utf8), "plain URLs keep their key")
+        #expect(
+            try ImageURL("http://h/a.png").cacheKey == SHA256.hex(of: "http://h/a.png".utf8),
+            "plain URLs keep their key")
     }
 
     @Test("rejects URLs over 8 KiB")

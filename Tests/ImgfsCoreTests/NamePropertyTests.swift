@@ -17,14 +17,17 @@ struct NamePropertyTests {
         }
     }
 
-    private static let pieces: [String] = ["a", "Z", "0", "-", ".", "_", "~", "/", "?", "=", "&", "#", "%", "%2F", "+",
-                                           ":", "@", "[", "]", "é", "ß", "日本", "🖼", "%zz", "%C3%A9"]
+    private static let pieces: [String] = [
+        "a", "Z", "0", "-", ".", "_", "~", "/", "?", "=", "&", "#", "%", "%2F", "+",
+        ":", "@", "[", "]", "é", "ß", "日本", "🖼", "%zz", "%C3%A9"
+    ]
     /// Pieces no URL may hold; drawn rarely, so most generated URLs are valid and some are not.
     private static let forbidden: [String] = [" ", "\u{7f}", "\u{0}", "\n"]
 
     private func randomURL(_ generator: inout Generator) -> String {
         let scheme = ["http", "https", "HTTPS", "ftp", "file", ""].randomElement(using: &generator)!
-        let host = ["example.com", "127.0.0.1", "[::1]", "bücher.example", "", "a:b@c"].randomElement(using: &generator)!
+        let host = ["example.com", "127.0.0.1", "[::1]", "bücher.example", "", "a:b@c"].randomElement(
+            using: &generator)!
         let length = Int.random(in: 0...2500, using: &generator)
         var path = "/"
         while path.utf8.count < length {
@@ -66,7 +69,8 @@ struct NamePropertyTests {
             case .plain(let name):
                 #expect(try NameCodec.decode(Array(name.utf8)) == url.string)
             case .chunked(let chunks), .digest(_, let chunks):
-                let joined = chunks.map { ImagePath.isContinuation(Array($0.utf8)) ? String($0.dropLast()) : $0 }.joined()
+                let joined = chunks.map { ImagePath.isContinuation(Array($0.utf8)) ? String($0.dropLast()) : $0 }
+                    .joined()
                 #expect(joined == encoded)
             }
         }
@@ -78,17 +82,23 @@ struct NamePropertyTests {
         let fetcher = ManualFetcher()
         var configuration = ImageRepository.Configuration()
         configuration.policy = .cacheOnly
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "fuzz"))
-        let filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
-                                         logger: .init(label: "fuzz"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "fuzz"))
+        let filesystem = ImageFilesystem(
+            repository: repository, registry: LongNameRegistry(directory: nil),
+            logger: .init(label: "fuzz"))
         var generator = Generator(state: 0xC0FFEE)
-        let chunkRoot = try filesystem.lookup(parent: InodeTable.imagesInode, name: Array("+".utf8)).get().attributes.inode
+        let chunkRoot = try filesystem.lookup(parent: InodeTable.imagesInode, name: Array("+".utf8)).get().attributes
+            .inode
         for _ in 0..<10_000 {
             let count = Int.random(in: 1...400, using: &generator)
-            let name = (0..<count).map { _ in UInt8.random(in: 1...255, using: &generator) }.filter { $0 != UInt8(ascii: "/") }
+            let name = (0..<count).map { _ in UInt8.random(in: 1...255, using: &generator) }.filter {
+                $0 != UInt8(ascii: "/")
+            }
             guard !name.isEmpty else { continue }
-            _ = filesystem.lookup(parent: Bool.random(using: &generator) ? InodeTable.imagesInode : chunkRoot, name: name)
+            _ = filesystem.lookup(
+                parent: Bool.random(using: &generator) ? InodeTable.imagesInode : chunkRoot, name: name)
         }
         #expect(fetcher.transfers.isEmpty, "cache-only: nothing was fetched")
     }

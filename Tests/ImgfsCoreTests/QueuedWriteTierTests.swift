@@ -18,8 +18,9 @@ struct QueuedWriteTierTests {
         configuration.diskWrites.yieldSize = 2
         configuration.diskWrites.quietPeriod = 2
         configuration.diskWrites.maxDelay = 2
-        return ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 6), disk: disk,
-                               configuration: configuration, logger: .init(label: "test"))
+        return ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 6), disk: disk,
+            configuration: configuration, logger: .init(label: "test"))
     }
 
     @Test("evicted from memory before its write landed: served from the queue, one transfer per URL")

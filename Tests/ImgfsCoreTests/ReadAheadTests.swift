@@ -9,9 +9,12 @@ struct ReadAheadTests {
     func setUp(depth: Int) throws -> (ReadAhead, ImageList) {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"))
-        let entries = try (1...100).map { ImageList.Entry(name: "\($0)", url: try ImageURL("http://127.0.0.1/\($0).png")) }
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
+        let entries = try (1...100).map {
+            ImageList.Entry(name: "\($0)", url: try ImageURL("http://127.0.0.1/\($0).png"))
+        }
         return (ReadAhead(depth: depth, repository: repository), ImageList(name: "l", entries: entries))
     }
 

@@ -10,14 +10,19 @@ final class CountingMaker: VariantMaking, @unchecked Sendable {
 
     typealias Answer = @Sendable ([UInt8], VariantSpecification) -> Result<MadeVariant, VariantError>
 
-    init(answer: @escaping Answer = { bytes, spec in
-        .success(MadeVariant(bytes: [UInt8(spec.longerSide & 0xff)] + bytes, format: .jpeg, width: 1, height: 1))
-    }) {
+    init(
+        answer: @escaping Answer = { bytes, spec in
+            .success(MadeVariant(bytes: [UInt8(spec.longerSide & 0xff)] + bytes, format: .jpeg, width: 1, height: 1))
+        }
+    ) {
         self.answer = answer
     }
 
-    func makeVariant(of original: UnsafeRawBufferPointer, _ specification: VariantSpecification)
-        -> Result<MadeVariant, VariantError> {
+    func makeVariant(
+        of original: UnsafeRawBufferPointer, _ specification: VariantSpecification
+    )
+        -> Result<MadeVariant, VariantError>
+    {
         let bytes = [UInt8](original)
         calls.withLock { $0.append((VariantWorkers.isWorkerThread, bytes, specification.longerSide)) }
         return answer(bytes, specification)
@@ -34,11 +39,13 @@ struct VariantStoreTests {
     func store(_ maker: CountingMaker, disk: FakeDisk? = FakeDisk()) -> VariantStore {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"))
-        return VariantStore(repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: disk,
-                            workers: VariantWorkers(count: 2), configuration: VariantStore.Configuration(),
-                            logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
+        return VariantStore(
+            repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            workers: VariantWorkers(count: 2), configuration: VariantStore.Configuration(),
+            logger: .init(label: "test"))
     }
 
     /// Waits (up to 5 s) until `replies` has `count` values.

@@ -13,10 +13,12 @@ struct WaitingLookupTests {
     init() {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
-        repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"))
-        filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
-                                     logger: .init(label: "test"))
+        repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
+        filesystem = ImageFilesystem(
+            repository: repository, registry: LongNameRegistry(directory: nil),
+            logger: .init(label: "test"))
     }
 
     private func lookup(_ url: String, _ replies: Replies<Result<Entry, FilesystemError>>) {
@@ -55,13 +57,19 @@ struct WaitingLookupTests {
 
     @Test("a name looked up before its failure fails getattr and open with the error every time, never size 0")
     func knownFailureFailsGetattr() throws {
-        let inode = try filesystem.lookup(parent: InodeTable.imagesInode,
-                                          name: Array(NameCodec.encode("http://127.0.0.1/x.png").utf8)).get().attributes.inode
+        let inode = try filesystem.lookup(
+            parent: InodeTable.imagesInode,
+            name: Array(NameCodec.encode("http://127.0.0.1/x.png").utf8)
+        ).get().attributes.inode
         fetcher.fail(0, .tooLarge(size: 5000, limit: 10))
         for _ in 0..<2 {
             let stats = Replies<Result<Entry, FilesystemError>>()
             filesystem.getattr(inode) { stats.record($0) }
-            if case .failure(let error)? = stats.all.first { #expect(error == .fileTooLarge) } else { Issue.record("answered") }
+            if case .failure(let error)? = stats.all.first {
+                #expect(error == .fileTooLarge)
+            } else {
+                Issue.record("answered")
+            }
         }
         let opens = Replies<FilesystemError?>()
         filesystem.open(inode, forWriting: false) { result in
@@ -96,14 +104,18 @@ struct WaitingLookupTests {
         var configuration = ImageRepository.Configuration()
         configuration.limits.requireImage = false
         configuration.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false)
-        let repository = ImageRepository(fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-                                         configuration: configuration, logger: .init(label: "test"),
-                                         now: { [clock] in clock.now })
-        let filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(directory: nil),
-                                         logger: .init(label: "test"))
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"),
+            now: { [clock] in clock.now })
+        let filesystem = ImageFilesystem(
+            repository: repository, registry: LongNameRegistry(directory: nil),
+            logger: .init(label: "test"))
         let replies = Replies<Result<Entry, FilesystemError>>()
-        filesystem.lookup(parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/c.png").utf8),
-                          waitForSize: true) { replies.record($0) }
+        filesystem.lookup(
+            parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/c.png").utf8),
+            waitForSize: true
+        ) { replies.record($0) }
         fetcher.respond(0, body: [1, 2, 3], etag: "\"v1\"")
         let inode = try #require(replies.all.first).get().attributes.inode
         let opens = Replies<ImageFilesystem.OpenFile?>()
@@ -128,7 +140,8 @@ struct WaitingLookupTests {
         fetcher.respond(body: [1])
         let inode = try #require(replies.all.first).get().attributes.inode
         #expect(filesystem.extendedAttribute(inode, name: "security.selinux") == .failure(.attributesNotSupported))
-        #expect(filesystem.extendedAttribute(inode, name: "system.posix_acl_access") == .failure(.attributesNotSupported))
+        #expect(
+            filesystem.extendedAttribute(inode, name: "system.posix_acl_access") == .failure(.attributesNotSupported))
         #expect(filesystem.extendedAttribute(inode, name: "user.other") == .failure(.noAttribute))
         #expect(filesystem.extendedAttribute(inode, name: "user.imgfs.size") == .success(Array("1".utf8)))
         #expect(filesystem.extendedAttribute(999_999, name: "security.selinux") == .failure(.stale))

@@ -28,7 +28,9 @@ struct CurlFetcherTests {
         let origin = try TestOrigin()
         let attempts = Locked(0)
         origin.route(prefix: "/flaky") { _ in
-            attempts.withLock { $0 += 1; return $0 } <= 2 ? .status(503) : .ok(Self.png, contentType: "image/png")
+            attempts.withLock {
+                $0 += 1; return $0
+            } <= 2 ? .status(503) : .ok(Self.png, contentType: "image/png")
         }
         let fetcher = Self.fetcher()
         defer { fetcher.shutdown() }
@@ -56,8 +58,11 @@ struct CurlFetcherTests {
         let origin = try TestOrigin()
         let times = Locked<[ContinuousClock.Instant]>([])
         origin.route(prefix: "/busy") { _ in
-            let count = times.withLock { $0.append(.now); return $0.count }
-            return count == 1 ? OriginResponse(status: 429, headers: [("Retry-After", "1")])
+            let count = times.withLock {
+                $0.append(.now); return $0.count
+            }
+            return count == 1
+                ? OriginResponse(status: 429, headers: [("Retry-After", "1")])
                 : .ok(Self.png, contentType: "image/png")
         }
         let fetcher = Self.fetcher()
@@ -75,7 +80,9 @@ struct CurlFetcherTests {
         let other = try TestOrigin()
         let running = Locked((now: 0, most: 0))
         slow.route(prefix: "/slow") { _ in
-            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            running.withLock {
+                $0.now += 1; $0.most = max($0.most, $0.now)
+            }
             Thread.sleep(forTimeInterval: 0.3)  // an origin that takes its time: what admission is about
             running.withLock { $0.now -= 1 }
             return .ok(Self.png, contentType: "image/png")

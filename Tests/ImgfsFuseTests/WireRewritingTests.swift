@@ -58,13 +58,16 @@ struct WireRewritingTests {
 
     @Test("an INIT request offering parallel lookups and passthrough (with FUSE_INIT_EXT) is read as such")
     func readsAFullOffer() {
-        let offer = Self.offer(Self.initRequest(flags: Self.parallelDirops | Self.initExt,
-                                                flags2: Self.passthroughFlags2, unique: 12_345))
+        let offer = Self.offer(
+            Self.initRequest(
+                flags: Self.parallelDirops | Self.initExt,
+                flags2: Self.passthroughFlags2, unique: 12_345))
         #expect(offer.is_init && offer.parallel_dirops && offer.passthrough)
         #expect(offer.unique == 12_345)
     }
 
-    @Test("flags2 counts only when the request says FUSE_INIT_EXT; a request that ends after flags offers no passthrough")
+    @Test(
+        "flags2 counts only when the request says FUSE_INIT_EXT; a request that ends after flags offers no passthrough")
     func flags2NeedsTheExtension() {
         let withoutExt = Self.offer(Self.initRequest(flags: Self.parallelDirops, flags2: Self.passthroughFlags2))
         #expect(withoutExt.is_init && withoutExt.parallel_dirops && !withoutExt.passthrough)
@@ -105,7 +108,7 @@ struct WireRewritingTests {
         let cases: [(offer: imgfs_init_offer, wants: Bool, flags: UInt32)] = [
             (Self.offersBoth, false, 0),
             (imgfs_init_offer(is_init: true, unique: 1, parallel_dirops: true, passthrough: false), true, 0),
-            (Self.offersBoth, true, Self.writebackCache),
+            (Self.offersBoth, true, Self.writebackCache)
         ]
         for (offer, wants, flags) in cases {
             var body = [UInt8](repeating: 0, count: 64)
@@ -117,7 +120,9 @@ struct WireRewritingTests {
         }
     }
 
-    @Test("a reply shorter than protocol 7.40's (an older libfuse) gets parallel lookups only if flags fit, never passthrough")
+    @Test(
+        "a reply shorter than protocol 7.40's (older libfuse): parallel lookups if flags fit, never passthrough"
+    )
     func shortRepliesAreLeftAlone() {
         var older = [UInt8](repeating: 0, count: 24)
         let grant = Self.amend(&older, Self.offersBoth, wantsPassthrough: true)

@@ -15,13 +15,14 @@ struct BrowserTests {
         "--disable-background-networking", "--no-first-run", "--disable-component-update", "--disable-sync",
         "--metrics-recording-only", "--disable-breakpad", "--disable-default-apps", "--no-default-browser-check",
         "--disable-domain-reliability", "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=20000",
+        "--virtual-time-budget=20000"
     ]
 
     @Test("headless Chromium decodes all 30 images of a page whose <img> sources are imgfs path --file-url URLs")
     func chromiumLoadsThirtyImages() throws {
         let chromium = "/usr/bin/chromium"
-        try #require(FileManager.default.isExecutableFile(atPath: chromium), "apt-get install chromium (install-deps --test)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: chromium), "apt-get install chromium (install-deps --test)")
         let origin = try TestOrigin()
         defer { origin.stop() }
         let icons = try Fixtures.smallPNGs(30)
@@ -31,26 +32,34 @@ struct BrowserTests {
         }
         let mount = try MountedImgfs()
         defer { mount.stop() }
-        let printed = try ChildProcess.run(MountedImgfs.binary, ["path", "--file-url", "--mount", mount.mountPoint] + urls,
-                                           timeout: 60)
+        let printed = try ChildProcess.run(
+            MountedImgfs.binary, ["path", "--file-url", "--mount", mount.mountPoint] + urls,
+            timeout: 60)
         #expect(printed.status == 0, "\(printed.output)")
         let sources = printed.output.split(separator: "\n").map(String.init)
         try #require(sources.count == 30)
-        #expect(sources.allSatisfy { $0.hasPrefix("file://\(mount.mountPoint)/img/http%253A%252F%252F") }, "\(sources[0])")
+        #expect(
+            sources.allSatisfy { $0.hasPrefix("file://\(mount.mountPoint)/img/http%253A%252F%252F") }, "\(sources[0])")
         let script = """
             window.addEventListener('load', () => {
               document.getElementById('out').textContent =
                 Array.from(document.images).map(i => i.complete + ':' + i.naturalWidth).join(' ');
             });
             """
-        let page = "<html><body>" + sources.map { "<img src=\"\($0)\">" }.joined()
+        let page =
+            "<html><body>" + sources.map { "<img src=\"\($0)\">" }.joined()
             + "<pre id=\"out\">pending</pre><script>\(script)</script></body></html>"
         let pagePath = "\(mount.root)/page.html"
         try page.write(toFile: pagePath, atomically: true, encoding: .utf8)
-        let run = try ChildProcess.run(chromium, Self.chromiumArguments + ["--user-data-dir=\(mount.root)/chromium",
-                                                                           "--dump-dom", "file://\(pagePath)"],
-                                       timeout: 120)
-        let dumped = run.output.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
+        let run = try ChildProcess.run(
+            chromium,
+            Self.chromiumArguments + [
+                "--user-data-dir=\(mount.root)/chromium",
+                "--dump-dom", "file://\(pagePath)"
+            ],
+            timeout: 120)
+        let dumped =
+            run.output.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
             .components(separatedBy: "</pre>").first ?? ""
         let widths = dumped.split(separator: " ").map(String.init)
         #expect(widths.count == 30, "chromium printed: \(run.output.suffix(2000))")

@@ -80,7 +80,9 @@ struct CachingIntegrationTests {
             defer { second.stop() }
             for (url, body) in zip(urls, images) {
                 #expect(PosixFile.size(second.path(url)) == .success(body.count), "stat without the network")
-                #expect(PosixFile.read(second.path(url)) == .success(body), "read back after \(killed ? "kill -9" : "unmount")")
+                #expect(
+                    PosixFile.read(second.path(url)) == .success(body),
+                    "read back after \(killed ? "kill -9" : "unmount")")
             }
         }
     }
@@ -128,18 +130,23 @@ struct CachingIntegrationTests {
             let second = try MountedImgfs(cacheDirectory: cache.path)
             #expect(PosixFile.read(second.path(url)) == .success(image), "after a \(damage)")
             #expect(origin.totalRequests == requestsBefore + 1, "fetched again after a \(damage)")
-            #expect(second.log.contains("disk cache entry unusable") || second.log.contains("disk cache: removed entry"),
-                    "the log says the damaged entry was dropped")
+            #expect(
+                second.log.contains("disk cache entry unusable") || second.log.contains("disk cache: removed entry"),
+                "the log says the damaged entry was dropped")
             second.stop()
         }
     }
 
-    @Test("an expired image is revalidated with If-None-Match and a 304 transfers no body; stale-if-error when the origin is down")
+    @Test(
+        "an expired image is revalidated with If-None-Match, a 304 has no body; stale-if-error when the origin is down"
+    )
     func revalidation() throws {
         let origin = try TestOrigin()
         let image = try Fixtures.mediumJPEG()
         origin.route(prefix: "/tagged.jpg") { request in
-            if request.header("If-None-Match") == "\"v1\"" { return OriginResponse(status: 304, headers: [("ETag", "\"v1\"")]) }
+            if request.header("If-None-Match") == "\"v1\"" {
+                return OriginResponse(status: 304, headers: [("ETag", "\"v1\"")])
+            }
             var response = OriginResponse.ok(image, contentType: "image/jpeg")
             response.headers.append(("ETag", "\"v1\""))
             return response
@@ -160,7 +167,8 @@ struct CachingIntegrationTests {
         #expect(mount.log.contains("stale-if-error"))
     }
 
-    @Test("a refresh that brings different bytes of the same size reaches readers: the kernel's cached pages are dropped")
+    @Test(
+        "a refresh that brings different bytes of the same size reaches readers: the kernel's cached pages are dropped")
     func changedContentInvalidatesPageCache() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -226,13 +234,22 @@ struct CachingIntegrationTests {
         defer { mount.stop() }
         for (url, body) in zip(urls, images) {
             #expect(PosixFile.read(mount.path(url)) == .success(body))
-            #expect(mount.waitForStatistics { ($0["repository.counters.transfers"] ?? 0) >= 1 && ($0["repository.in_flight"] ?? 1) == 0 })
+            #expect(
+                mount.waitForStatistics {
+                    ($0["repository.counters.transfers"] ?? 0) >= 1 && ($0["repository.in_flight"] ?? 1) == 0
+                })
         }
         // Disk writes run in the background: wait until every image was written (and kept or evicted since).
-        #expect(mount.waitForStatistics { ($0["repository.disk_entries"] ?? 0) + ($0["repository.disk_evictions"] ?? 0) >= Double(images.count) })
+        #expect(
+            mount.waitForStatistics {
+                ($0["repository.disk_entries"] ?? 0) + ($0["repository.disk_evictions"] ?? 0) >= Double(images.count)
+            })
         let onDisk = Self.bytesOfFiles(under: mount.cacheDirectory + "/v1")
         #expect(onDisk <= cap + 64 * 1024, "\(onDisk) bytes on disk")
-        #expect(mount.waitForStatistics { ($0["repository.disk_entries"] ?? 0) >= 1 && ($0["repository.disk_bytes"] ?? .infinity) <= Double(cap) })
+        #expect(
+            mount.waitForStatistics {
+                ($0["repository.disk_entries"] ?? 0) >= 1 && ($0["repository.disk_bytes"] ?? .infinity) <= Double(cap)
+            })
         let listed = Set(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img"))
         #expect(listed.contains(NameCodec.encode(urls.last!)), "the most recent image is kept")
         #expect(!listed.contains(NameCodec.encode(urls.first!)), "the oldest was evicted")
@@ -282,12 +299,16 @@ struct CachingIntegrationTests {
     }
 
     static func largestFile(under root: String) -> String? {
-        let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).map { "\(root)/\($0)" }
+        let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).map {
+            "\(root)/\($0)"
+        }
         return files.max { size($0) < size($1) }
     }
 
     static func bytesOfFiles(under root: String) -> Int {
-        (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).reduce(0) { $0 + size("\(root)/\($1)") }
+        (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).reduce(0) {
+            $0 + size("\(root)/\($1)")
+        }
     }
 
     static func size(_ path: String) -> Int {

@@ -34,11 +34,22 @@ struct ClientTests {
         #expect(try sh("stat -c %s '\(file)'").output == "\(image.count)\n")
         #expect(try sh("cat '\(file)' | sha256sum").output.hasPrefix(Fixtures.sha256(image)))
         #expect(try sh("sha256sum < '\(file)'").output.hasPrefix(Fixtures.sha256(image)))
-        #expect(try sh("cp '\(file)' '\(mount.root)/copy.jpg' && cmp '\(mount.root)/copy.jpg' '\(original)'").status == 0)
+        #expect(
+            try sh("cp '\(file)' '\(mount.root)/copy.jpg' && cmp '\(mount.root)/copy.jpg' '\(original)'").status == 0)
         #expect(try same("head -c 1000 '\(file)'", "head -c 1000 '\(original)'"))
-        #expect(try sh("tail -c 1000 '\(file)' > '\(mount.root)/tail' && tail -c 1000 '\(original)' | cmp - '\(mount.root)/tail'").status == 0)
-        #expect(try same("dd if='\(file)' bs=1 skip=12345 count=777 status=none", "dd if='\(original)' bs=1 skip=12345 count=777 status=none"))
-        #expect(try same("dd if='\(file)' bs=4096 skip=7 count=3 status=none", "dd if='\(original)' bs=4096 skip=7 count=3 status=none"))
+        #expect(
+            try sh(
+                "tail -c 1000 '\(file)' > '\(mount.root)/tail' && tail -c 1000 '\(original)' | cmp - "
+                    + "'\(mount.root)/tail'"
+            ).status == 0)
+        #expect(
+            try same(
+                "dd if='\(file)' bs=1 skip=12345 count=777 status=none",
+                "dd if='\(original)' bs=1 skip=12345 count=777 status=none"))
+        #expect(
+            try same(
+                "dd if='\(file)' bs=4096 skip=7 count=3 status=none",
+                "dd if='\(original)' bs=4096 skip=7 count=3 status=none"))
         #expect(try sh("file -b '\(file)'").output.hasPrefix("JPEG image data"))
         let attributes = try sh("getfattr -d '\(file)'").output
         #expect(attributes.contains("user.imgfs.url=\"\(origin.baseURL)/photo.jpg\""))
@@ -50,7 +61,8 @@ struct ClientTests {
         #expect(origin.requestCount("/photo.jpg") == 1)
     }
 
-    @Test("after a failure imgfs why (the mount's user.imgfs.error) says why in plain words, and asking fetches nothing")
+    @Test(
+        "after a failure imgfs why (the mount's user.imgfs.error) says why in plain words, and asking fetches nothing")
     func errorAttribute() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -61,20 +73,26 @@ struct ClientTests {
         for (path, expected) in cases {
             let file = mount.path(origin.baseURL + path)
             #expect(try sh("cat '\(file)' > /dev/null").status != 0)
-            let why = try sh("'\(MountedImgfs.binary)' why --mount '\(mount.mountPoint)' '\(origin.baseURL)\(path)'").output
+            let why = try sh("'\(MountedImgfs.binary)' why --mount '\(mount.mountPoint)' '\(origin.baseURL)\(path)'")
+                .output
             #expect(why.hasPrefix("\(origin.baseURL)\(path): \(expected)"), "\(path): \(why)")
         }
         let before = origin.totalRequests
         let key = try ImageURL(origin.baseURL + "/missing.png").cacheKey
         for _ in 0..<3 {
-            let value = try sh("getfattr --absolute-names --only-values -n user.imgfs.error.\(key) '\(mount.mountPoint)/.imgfs'")
+            let value = try sh(
+                "getfattr --absolute-names --only-values -n user.imgfs.error.\(key) '\(mount.mountPoint)/.imgfs'")
             #expect(value.output == "HTTP 404 Not Found")
-            #expect(try sh("'\(MountedImgfs.binary)' why --mount '\(mount.mountPoint)' '\(origin.baseURL)/page.png'").status == 0)
+            #expect(
+                try sh("'\(MountedImgfs.binary)' why --mount '\(mount.mountPoint)' '\(origin.baseURL)/page.png'").status
+                    == 0)
         }
         #expect(origin.totalRequests == before, "asking why fetches nothing")
     }
 
-    @Test(".imgfs/stats.json, imgfs stats and .imgfs/metrics (Prometheus text) tell hits, misses, bytes, joins and errors")
+    @Test(
+        ".imgfs/stats.json, imgfs stats and .imgfs/metrics (Prometheus text) tell hits, misses, bytes, joins and errors"
+    )
     func statistics() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -93,7 +111,10 @@ struct ClientTests {
         #expect(metrics.contains("imgfs_errors_total{kind=\"http_404\"} 1"))
         #expect(metrics.contains("imgfs_transfers_total 2"))
         #expect(metrics.split(separator: "\n").allSatisfy { $0.hasPrefix("#") || $0.hasPrefix("imgfs_") })
-        #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/.imgfs").sorted() == ["metrics", "stats.json"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/.imgfs").sorted() == [
+                "metrics", "stats.json"
+            ])
     }
 
     @Test("ImageMagick identify reports the right format and dimensions for PNG, JPEG, GIF and WebP through the mount")
@@ -105,7 +126,9 @@ struct ClientTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         try Data(try Fixtures.smallPNGs(1)[0]).write(to: URL(fileURLWithPath: "\(work)/a.png"))
         try Data(try Fixtures.mediumJPEG()).write(to: URL(fileURLWithPath: "\(work)/a.jpg"))
-        #expect(try sh("convert '\(work)/a.png' '\(work)/a.gif' && cwebp -quiet '\(work)/a.png' -o '\(work)/a.webp'").status == 0)
+        #expect(
+            try sh("convert '\(work)/a.png' '\(work)/a.gif' && cwebp -quiet '\(work)/a.png' -o '\(work)/a.webp'").status
+                == 0)
         for name in ["a.png", "a.jpg", "a.gif", "a.webp"] {
             let bytes = [UInt8](FileManager.default.contents(atPath: "\(work)/\(name)") ?? Data())
             origin.route("/\(name)", .ok(bytes, contentType: "image/*"))
@@ -115,7 +138,9 @@ struct ClientTests {
         for (name, format) in [("a.png", "PNG"), ("a.jpg", "JPEG"), ("a.gif", "GIF"), ("a.webp", "WEBP")] {
             let expected = try sh("identify -format '%m %w %h' '\(work)/\(name)' 2>/dev/null").output
             let seen = try sh("identify -format '%m %w %h' '\(mount.path(origin.baseURL + "/" + name))' 2>/dev/null")
-            #expect(seen.status == 0 && seen.output == expected && expected.hasPrefix(format), "\(name): \(seen.output) vs \(expected)")
+            #expect(
+                seen.status == 0 && seen.output == expected && expected.hasPrefix(format),
+                "\(name): \(seen.output) vs \(expected)")
         }
     }
 
@@ -173,13 +198,15 @@ struct ClientTests {
         let xvfb = try ChildProcess.spawn("/usr/bin/Xvfb", [display, "-screen", "0", "640x480x24", "-nolisten", "tcp"])
         defer { xvfb.kill9AndReap() }
         Thread.sleep(forTimeInterval: 1)
-        let viewer = try ChildProcess.spawn("/usr/bin/feh", ["-g", "640x480", "-Z", mount.path(origin.baseURL + "/view.jpg")],
-                                            environment: ["DISPLAY": display])
+        let viewer = try ChildProcess.spawn(
+            "/usr/bin/feh", ["-g", "640x480", "-Z", mount.path(origin.baseURL + "/view.jpg")],
+            environment: ["DISPLAY": display])
         defer { viewer.kill9AndReap() }
         Thread.sleep(forTimeInterval: 2)
         #expect(viewer.isRunning, "feh is showing the image")
         let shot = "\(mount.root)/shot.png"
-        let capture = try sh("DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' '\(shot)'")
+        let capture = try sh(
+            "DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' '\(shot)'")
         #expect(capture.status == 0, "\(capture.output)")
         #expect((Int(capture.output) ?? 0) > 1000, "distinct colours in the screenshot: \(capture.output)")
     }

@@ -20,7 +20,9 @@ struct CommandLineTests {
         let mount = try MountedImgfs(arguments: ["--expire", "2s"])
         defer { mount.stop() }
         let binary = MountedImgfs.binary
-        for index in 0..<2 { #expect(PosixFile.read(mount.path("\(origin.baseURL)/\(index).png")) == .success(icons[index])) }
+        for index in 0..<2 {
+            #expect(PosixFile.read(mount.path("\(origin.baseURL)/\(index).png")) == .success(icons[index]))
+        }
         #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 2 && $0["repository.memory_entries"] == 2 })
         #expect(try sh("'\(binary)' purge '\(mount.mountPoint)'").status == 0)
         #expect(mount.statistics()["repository.memory_entries"] == 0)
@@ -31,10 +33,13 @@ struct CommandLineTests {
         #expect(try sh("'\(binary)' purge --expired '\(mount.mountPoint)'").status == 0)
         #expect(mount.statistics()["repository.disk_entries"] == 1, "only the image fetched in the last 2 s is left")
         #expect(try sh("'\(binary)' purge --disk '\(mount.mountPoint)'").status == 0)
-        #expect(mount.statistics()["repository.disk_entries"] == 0 && mount.statistics()["repository.memory_entries"] == 0)
+        #expect(
+            mount.statistics()["repository.disk_entries"] == 0 && mount.statistics()["repository.memory_entries"] == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img").isEmpty)
         #expect(try sh("setfattr -n user.imgfs.purge -v everything '\(mount.mountPoint)/.imgfs'").status != 0)
-        #expect(try sh("setfattr -n user.imgfs.other -v 1 '\(mount.mountPoint)/img'").output.contains("Read-only file system"))
+        #expect(
+            try sh("setfattr -n user.imgfs.other -v 1 '\(mount.mountPoint)/img'").output.contains(
+                "Read-only file system"))
     }
 
     @Test("imgfs path reads URLs from stdin, and --ext adds #.<ext> from the cached content type")
@@ -52,7 +57,8 @@ struct CommandLineTests {
         #expect(piped.output == "img/\(NameCodec.encode(urls[0]))\nimg/\(NameCodec.encode(urls[3]))\n")
         let avatar = "\(origin.baseURL)/avatar?id=7"
         #expect(PosixFile.read(mount.path(avatar)) == .success(icon))
-        let withExtension = try sh("'\(binary)' path --ext --mount '\(mount.mountPoint)' '\(avatar)' '\(origin.baseURL)/c.png'")
+        let withExtension = try sh(
+            "'\(binary)' path --ext --mount '\(mount.mountPoint)' '\(avatar)' '\(origin.baseURL)/c.png'")
         #expect(withExtension.output == "\(mount.path(avatar + "#.png"))\n\(mount.path(origin.baseURL + "/c.png"))\n")
         let named = withExtension.output.split(separator: "\n").first.map(String.init) ?? ""
         #expect(named.hasSuffix("%23.png"))
@@ -73,10 +79,15 @@ struct CommandLineTests {
         let refused = try sh("'\(MountedImgfs.binary)' mount '\(directory)' --cache-dir '\(directory)-cache' 2>&1")
         defer { try? FileManager.default.removeItem(atPath: directory + "-cache") }
         #expect(refused.status != 0)
-        #expect(refused.output.contains("is not empty") && refused.output.split(separator: "\n").count == 1, "\(refused.output)")
-        let accepted = try sh("'\(MountedImgfs.binary)' mount '\(directory)' --nonempty --cache-dir '\(directory)-cache'")
+        #expect(
+            refused.output.contains("is not empty") && refused.output.split(separator: "\n").count == 1,
+            "\(refused.output)")
+        let accepted = try sh(
+            "'\(MountedImgfs.binary)' mount '\(directory)' --nonempty --cache-dir '\(directory)-cache'")
         #expect(accepted.status == 0, "\(accepted.output)")
-        let pid = (try? JSONSerialization.jsonObject(with: FileManager.default.contents(atPath: directory + "/.imgfs/stats.json") ?? Data())
+        let pid =
+            (try? JSONSerialization.jsonObject(
+                with: FileManager.default.contents(atPath: directory + "/.imgfs/stats.json") ?? Data())
             as? [String: Any])?["pid"] as? Int
         #expect(try sh("fusermount3 -u '\(directory)'").status == 0)
         if let pid {

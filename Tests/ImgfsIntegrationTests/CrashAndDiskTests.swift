@@ -7,7 +7,8 @@ import Testing
 /// Issue 4: kill -9 in the middle of downloads, and a full disk, lose nothing and serve nothing partial.
 @Suite("Crashes and full disks", .serialized, .enabled(if: FuseAvailability.available))
 struct CrashAndDiskTests {
-    @Test("kill -9 during 50 concurrent downloads: after a remount every file is complete and no temporary file survives")
+    @Test(
+        "kill -9 during 50 concurrent downloads: after a remount every file is complete and no temporary file survives")
     func killDuringDownloads() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -37,7 +38,9 @@ struct CrashAndDiskTests {
         }
         // Let this mount's own writes finish: their temporary files are not leftovers.
         #expect(second.waitForStatistics { $0["repository.disk_entries"] == Double(urls.count) })
-        let leftovers = (FileManager.default.enumerator(atPath: cache)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".tmp") }
+        let leftovers = (FileManager.default.enumerator(atPath: cache)?.allObjects as? [String] ?? []).filter {
+            $0.hasSuffix(".tmp")
+        }
         #expect(leftovers.isEmpty, "temporary files after the restart's sweep: \(leftovers)")
     }
 

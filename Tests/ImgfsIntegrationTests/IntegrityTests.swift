@@ -19,7 +19,11 @@ struct IntegrityTests {
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var value = 0
-        func next() -> Int { lock.withLock { value += 1; return value } }
+        func next() -> Int {
+            lock.withLock {
+                value += 1; return value
+            }
+        }
     }
 
     /// What each URL reads as after a remount of `cache` with `--policy cache-only`.
@@ -40,9 +44,13 @@ struct IntegrityTests {
         defer { origin.stop() }
         let image = try Fixtures.mediumJPEG()
         let half = image.count / 2
-        origin.route("/half.jpg", OriginResponse(status: 206, headers: [
-            ("Content-Type", "image/jpeg"), ("Content-Range", "bytes 0-\(half - 1)/\(image.count)"),
-        ], body: Array(image[..<half])))
+        origin.route(
+            "/half.jpg",
+            OriginResponse(
+                status: 206,
+                headers: [
+                    ("Content-Type", "image/jpeg"), ("Content-Range", "bytes 0-\(half - 1)/\(image.count)")
+                ], body: Array(image[..<half])))
         let url = origin.baseURL + "/half.jpg"
         let cache = SharedCache()
         do {
@@ -91,14 +99,15 @@ struct IntegrityTests {
         let spliced = Array(first[..<(first.count / 2)] + second[(first.count / 2)...])
         let validators: [String: [(String, String)]] = [
             "/none.jpg": [],
-            "/dated.jpg": [("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")],
+            "/dated.jpg": [("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")]
         ]
         for (path, headers) in validators {
             let counter = Counter()
             origin.route(prefix: path) { _ in
                 if counter.next() == 1 {
-                    var response = OriginResponse(status: 200, headers: [("Content-Type", "image/jpeg")] + headers,
-                                                  body: first)
+                    var response = OriginResponse(
+                        status: 200, headers: [("Content-Type", "image/jpeg")] + headers,
+                        body: first)
                     response.truncateAfter = first.count / 2
                     return response
                 }

@@ -18,13 +18,17 @@ struct ListClientTests {
         let jpeg = try Fixtures.mediumJPEG()
         fixture.origin.route("/photos/green-photo.jpg", .ok(jpeg, contentType: "image/jpeg"))
         fixture.origin.route("/raw/blob", .ok(fixture.icons[5], contentType: "image/png"))
-        let urls = ["\(fixture.origin.baseURL)/photos/green-photo.jpg", "\(fixture.origin.baseURL)/raw/blob"]
+        let urls =
+            ["\(fixture.origin.baseURL)/photos/green-photo.jpg", "\(fixture.origin.baseURL)/raw/blob"]
             + (1...4).map(fixture.url)
         #expect(try fixture.add("shots", urls.joined(separator: "\n")).status == 0)
         let directory = "\(fixture.mount.mountPoint)/lists/shots"
         let names = try fixture.ls("lists/shots")
-        #expect(names == ["00001-green-photo.jpg", "00002-blob.png", "00003-1.png", "00004-2.png", "00005-3.png",
-                          "00006-4.png"])
+        #expect(
+            names == [
+                "00001-green-photo.jpg", "00002-blob.png", "00003-1.png", "00004-2.png", "00005-3.png",
+                "00006-4.png"
+            ])
         try body(fixture, directory, names)
     }
 
@@ -38,8 +42,9 @@ struct ListClientTests {
             let thumbnails = "\(fixture.mount.root)/thumbnails.png"
             let index = try sh("feh -t -O '\(thumbnails)' '\(directory)' && identify -format '%k %w' '\(thumbnails)'")
             #expect(index.status == 0, "\(index.output)")
-            #expect((Int(index.output.split(separator: "\n").last?.split(separator: " ").first ?? "") ?? 0) > 1000,
-                    "thumbnail sheet colours: \(index.output)")
+            #expect(
+                (Int(index.output.split(separator: "\n").last?.split(separator: " ").first ?? "") ?? 0) > 1000,
+                "thumbnail sheet colours: \(index.output)")
             // The labels feh draws are the file names it read: its list mode prints them.
             let listed = try sh("feh -l '\(directory)'")
             for name in names { #expect(listed.output.contains(name), "\(name) in \(listed.output)") }
@@ -58,22 +63,28 @@ struct ListClientTests {
                 return
             }
             let display = ":\(100 + getpid() % 9)"
-            let xvfb = try ChildProcess.spawn("/usr/bin/Xvfb", [display, "-screen", "0", "800x600x24", "-nolisten", "tcp"])
+            let xvfb = try ChildProcess.spawn(
+                "/usr/bin/Xvfb", [display, "-screen", "0", "800x600x24", "-nolisten", "tcp"])
             defer { xvfb.kill9AndReap() }
             #expect(waitFor { (try? sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1").status) == 0 })
             var environment = ProcessInfo.processInfo.environment
             environment["DISPLAY"] = display
             let viewerLog = "\(fixture.mount.root)/sxiv.log"
-            let viewer = try ChildProcess.spawn("/usr/bin/sxiv", ["-t", "-g", "800x600"] + names.map { "\(directory)/\($0)" },
-                                                environment: environment, outputPath: viewerLog)
+            let viewer = try ChildProcess.spawn(
+                "/usr/bin/sxiv", ["-t", "-g", "800x600"] + names.map { "\(directory)/\($0)" },
+                environment: environment, outputPath: viewerLog)
             defer { viewer.kill9AndReap() }
             let shot = "\(fixture.mount.root)/sxiv.png"
             var colours = 0
-            #expect(waitFor {
-                let capture = try? sh("DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' '\(shot)'")
-                colours = Int(capture?.output ?? "") ?? 0
-                return colours > 1000
-            }, "sxiv's thumbnails: \(colours) colours")
+            #expect(
+                waitFor {
+                    let capture = try? sh(
+                        "DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' "
+                            + "'\(shot)'"
+                    )
+                    colours = Int(capture?.output ?? "") ?? 0
+                    return colours > 1000
+                }, "sxiv's thumbnails: \(colours) colours")
             #expect(viewer.isRunning, "\((try? String(contentsOfFile: viewerLog, encoding: .utf8)) ?? "")")
         }
     }
@@ -85,14 +96,18 @@ struct ListClientTests {
             let images = names.map { "<img src=\"file://\(directory)/\($0)\">" }.joined()
             let script = """
                 <script>window.onload = () => { const all = [...document.images];
-                document.title = 'decoded ' + all.filter(i => i.complete && i.naturalWidth > 0).length + ' of ' + all.length; };
+                const decoded = all.filter(i => i.complete && i.naturalWidth > 0).length;
+                document.title = 'decoded ' + decoded + ' of ' + all.length; };
                 </script>
                 """
             try "<!DOCTYPE html><html><head>\(script)</head><body>\(images)</body></html>"
                 .write(toFile: page, atomically: true, encoding: .utf8)
-            let run = try sh("chromium --headless --no-sandbox --disable-gpu --allow-file-access-from-files "
-                             + "--virtual-time-budget=10000 --dump-dom 'file://\(page)' 2>/dev/null", timeout: 120)
-            #expect(run.output.contains("<title>decoded \(names.count) of \(names.count)</title>"), "\(run.output.prefix(400))")
+            let run = try sh(
+                "chromium --headless --no-sandbox --disable-gpu --allow-file-access-from-files "
+                    + "--virtual-time-budget=10000 --dump-dom 'file://\(page)' 2>/dev/null", timeout: 120)
+            #expect(
+                run.output.contains("<title>decoded \(names.count) of \(names.count)</title>"),
+                "\(run.output.prefix(400))")
         }
     }
 

@@ -48,7 +48,8 @@ struct ListTests {
         var a = stat(), b = stat()
         #expect(stat(entry, &a) == 0 && stat(plain, &b) == 0)
         #expect(a.st_ino == b.st_ino, "the entry is the same file as img/<encoded-url>")
-        let xattr = try ChildProcess.run("/usr/bin/getfattr", ["--absolute-names", "-n", "user.imgfs.url", "--only-values", entry])
+        let xattr = try ChildProcess.run(
+            "/usr/bin/getfattr", ["--absolute-names", "-n", "user.imgfs.url", "--only-values", entry])
         #expect(xattr.output == "\(origin.baseURL)/photos/green%20photo.jpg")
     }
 
@@ -73,7 +74,9 @@ struct ListTests {
         // nothing).
         let removed = "\(fixture.mount.mountPoint)/lists/two"
         let deadline = Date().addingTimeInterval(5)
-        while PosixFile.size(removed) != .failure(Errno(ENOENT)) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while PosixFile.size(removed) != .failure(Errno(ENOENT)) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         #expect(PosixFile.size(removed) == .failure(Errno(ENOENT)))
         #expect(PosixFile.size("\(removed)/00001-1.png") == .failure(Errno(ENOENT)))
         #expect(fixture.origin.totalRequests == 0)
@@ -92,8 +95,9 @@ struct ListTests {
         #expect(names.count == 100_000 && names.first == "000001-1.png" && names.last == "100000-100000.png")
         #expect(names == names.sorted(), "names sort in list order")
         #expect(elapsed < 30, "adding and listing took \(elapsed) s")
-        #expect(PosixFile.read("\(fixture.mount.mountPoint)/lists/huge/054321-54321.png")
-            == .success(fixture.icons[54321 % 8]))
+        #expect(
+            PosixFile.read("\(fixture.mount.mountPoint)/lists/huge/054321-54321.png")
+                == .success(fixture.icons[54321 % 8]))
         #expect(fixture.origin.totalRequests <= 1 + 8, "the opened image and its read-ahead only")
     }
 
@@ -111,7 +115,10 @@ struct ListTests {
         #expect(try fixture.add("five", edited.joined(separator: "\n")).status == 0)
         var seen: [String] = []
         while let entry = readdir(browsing) {
-            seen.append(withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) })
+            seen.append(
+                withUnsafePointer(to: entry.pointee.d_name) {
+                    String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+                })
         }
         closedir(browsing)
         #expect(seen.count == 7, "the open listing is the old snapshot: \(seen)")
@@ -130,8 +137,10 @@ struct ListTests {
 struct ListReadAheadTests {
     /// Opens entries `range` of `list` one after another, reading each whole and showing it for `viewing` seconds
     /// (the simulated viewer's display time); returns the seconds each took to its first bytes.
-    static func step(_ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>,
-                     viewing: Double = 0) -> [Double] {
+    static func step(
+        _ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>,
+        viewing: Double = 0
+    ) -> [Double] {
         range.map { index in
             if viewing > 0 && index != range.lowerBound { Thread.sleep(forTimeInterval: viewing) }
             let path = "\(fixture.mount.mountPoint)/lists/\(list)/\(names[index - 1])"
@@ -189,14 +198,15 @@ struct ListReadAheadTests {
         _ = Self.step(fixture, list: "jump", names: names, 1...1)
         _ = Self.step(fixture, list: "jump", names: names, 300...300)
         let paths = fixture.origin.requests().map(\.path)
-        #expect(paths.prefix(2) == ["/v/1.png", "/v/2.png"] || paths.prefix(2) == ["/v/1.png", "/v/300.png"],
-                "\(paths)")
+        #expect(
+            paths.prefix(2) == ["/v/1.png", "/v/2.png"] || paths.prefix(2) == ["/v/1.png", "/v/300.png"],
+            "\(paths)")
         #expect(paths.firstIndex(of: "/v/300.png").map { $0 <= 2 } == true, "the waited-for image went first: \(paths)")
         _ = fixture.mount.waitForStatistics(timeout: 10) { $0["repository.in_flight"] == 0 }
         let requested = Set(fixture.origin.requests().map(\.path))
         let aheadOfFirst = (2...9).filter { requested.contains("/v/\($0).png") }
-        // Without cancellation all 8 are fetched; with it, the one running at the jump (and, on a loaded machine, one or
-        // two that ran before the jump was seen).
+        // Without cancellation all 8 are fetched; with it, the one running at the jump (and, on a loaded machine, one
+        // or two that ran before the jump was seen).
         #expect(aheadOfFirst.count <= 4, "read-ahead of entries 2...9 was called off: \(aheadOfFirst)")
         #expect(fixture.counters("jump")["wasted"] == 8, "\(fixture.counters("jump"))")
         let metrics = (try? String(contentsOfFile: "\(fixture.mount.mountPoint)/.imgfs/metrics", encoding: .utf8)) ?? ""
@@ -235,6 +245,7 @@ struct HostFolderTests {
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let hosts = try #require(object["hosts"] as? [[String: Any]])
         let counters = try #require(hosts.first { $0["host"] as? String == host }?["counters"] as? [String: Int])
-        #expect(counters["opens"] == 3 && counters["misses"] == 2 && counters["hits"] == 1, "a miss waited: \(counters)")
+        #expect(
+            counters["opens"] == 3 && counters["misses"] == 2 && counters["hits"] == 1, "a miss waited: \(counters)")
     }
 }

@@ -11,7 +11,9 @@ struct LoadTests {
     /// buffers, the inode and name tables for 10,000 files, and malloc's slack (measured: see docs/PERFORMANCE.md).
     static let fixedOverhead = 96 << 20
 
-    @Test("2,000 readers, 10,000 images, --memory-limit 64M: every read correct, RSS bounded, fds and threads back to idle")
+    @Test(
+        "2,000 readers, 10,000 images, --memory-limit 64M: reads correct, RSS bounded, fds and threads back to idle"
+    )
     func crowd() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -21,8 +23,10 @@ struct LoadTests {
             let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
             return .ok(icons[index % icons.count], contentType: "image/png")
         }
-        let mount = try MountedImgfs(arguments: ["--memory-limit", "64M", "--max-transfers-per-host", "16",
-                                                 "--log-level", "warning"])
+        let mount = try MountedImgfs(arguments: [
+            "--memory-limit", "64M", "--max-transfers-per-host", "16",
+            "--log-level", "warning"
+        ])
         defer { mount.stop() }
         #expect(PosixFile.read(mount.path("\(origin.baseURL)/icon/warmup")) == .success(icons[0]))
         Thread.sleep(forTimeInterval: 0.5)
@@ -30,7 +34,9 @@ struct LoadTests {
         let results = ParallelThreads.run(2000) { reader in
             (0..<5).map { step -> Bool in
                 let index = reader * 5 + step
-                guard case .success(let bytes) = PosixFile.read(mount.path("\(origin.baseURL)/icon/\(index)")) else { return false }
+                guard case .success(let bytes) = PosixFile.read(mount.path("\(origin.baseURL)/icon/\(index)")) else {
+                    return false
+                }
                 return SHA256.hex(of: bytes) == digests[index % icons.count]
             }
         }
@@ -42,21 +48,28 @@ struct LoadTests {
         var settled = Self.usage(mount.process.pid)
         let deadline = Date().addingTimeInterval(10)
         while (settled.files > idle.files || settled.sockets > idle.sockets + 16 || settled.threads > idle.threads + 4)
-            && Date() < deadline {
+            && Date() < deadline
+        {
             Thread.sleep(forTimeInterval: 0.2)
             settled = Self.usage(mount.process.pid)
         }
         #expect(settled.files <= idle.files, "open files: idle \(idle.files), after \(settled.files)")
-        #expect(settled.sockets <= idle.sockets + 16,
-                "sockets: idle \(idle.sockets), after \(settled.sockets) (libcurl keeps up to 16 idle connections to reuse)")
-        #expect(settled.threads <= idle.threads + 4, "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 4 idle workers)")
+        #expect(
+            settled.sockets <= idle.sockets + 16,
+            "sockets: idle \(idle.sockets), after \(settled.sockets) (libcurl keeps up to 16 idle connections to reuse)"
+        )
+        #expect(
+            settled.threads <= idle.threads + 4,
+            "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 4 idle workers)")
         print("load: peak RSS \(peak >> 20) MiB; idle \(idle); after \(settled)")
     }
 
     /// Open descriptors (sockets apart from the rest) and threads of process `pid`.
     static func usage(_ pid: pid_t) -> (files: Int, sockets: Int, threads: Int) {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        let targets = entries.map { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "" }
+        let targets = entries.map {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? ""
+        }
         let sockets = targets.filter { $0.hasPrefix("socket:") }.count
         let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
         return (targets.count - sockets, sockets, threads)
@@ -65,7 +78,8 @@ struct LoadTests {
     static func peakResidentBytes(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return -1 }
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return -1 }
         return kib * 1024
     }
 }

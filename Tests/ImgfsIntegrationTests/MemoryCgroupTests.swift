@@ -39,8 +39,10 @@ struct MemoryCgroupTests {
     }
 
     /// Reads variants 0 ..< `count` through `mount` with four reader threads; returns the indices read wrong.
-    static func readVariants(_ count: Int, of image: [UInt8], through mount: MountedImgfs,
-                             from origin: TestOrigin) -> [Int] {
+    static func readVariants(
+        _ count: Int, of image: [UInt8], through mount: MountedImgfs,
+        from origin: TestOrigin
+    ) -> [Int] {
         let readers = 4
         let wrong = Locked<[Int]>([])
         let done = DispatchSemaphore(value: 0)
@@ -76,8 +78,9 @@ struct MemoryCgroupTests {
         let mount = try MountedImgfs()
         defer { mount.stop() }
         try "\(mount.process.pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
-        #expect(mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
-                "the daemon noticed its cgroup's limit")
+        #expect(
+            mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
+            "the daemon noticed its cgroup's limit")
         let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
         #expect(wrong.isEmpty, "every byte right: \(wrong)")
         #expect(mount.process.isRunning, "not OOM-killed")

@@ -15,7 +15,7 @@ struct MountAndServeTests {
             ("/icon.png", Fixtures.smallPNGs(1)[0], "image/png"),
             ("/photo.jpg", Fixtures.mediumJPEG(), "image/jpeg"),
             ("/wallpaper.jpg", Fixtures.largeJPEG(), "image/jpeg"),
-            ("/wallpaper.png", Fixtures.largePNG(), "image/png"),
+            ("/wallpaper.png", Fixtures.largePNG(), "image/png")
         ]
         for (path, body, type) in images { origin.route(path, .ok(body, contentType: type)) }
         let mount = try MountedImgfs()
@@ -143,7 +143,8 @@ struct MountAndServeTests {
         #expect(Date().timeIntervalSince(start) < 1, "the interrupted open was answered at once")
     }
 
-    @Test("a transfer every reader gave up on is cancelled when less than half arrived; one that others wait for is not")
+    @Test(
+        "a transfer every reader gave up on is cancelled when less than half arrived; one that others wait for is not")
     func abandonedTransfer() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -195,7 +196,8 @@ struct MountAndServeTests {
         #expect(prefix.seconds < 1.5, "first 64 KiB after \(prefix.seconds) s of a \(whole) s body")
     }
 
-    @Test("HTTP errors and bad names become errno: 404 ENOENT, 403 EACCES, 500 EIO, timeout ETIMEDOUT, bad escape EINVAL")
+    @Test(
+        "HTTP errors and bad names become errno: 404 ENOENT, 403 EACCES, 500 EIO, timeout ETIMEDOUT, bad escape EINVAL")
     func errors() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -214,7 +216,9 @@ struct MountAndServeTests {
         #expect(PosixFile.read(mount.path("ftp://127.0.0.1/x.png")) == .failure(Errno(ENOENT)))
         #expect(PosixFile.read("\(mount.mountPoint)/img/http%3A%2F%2F127.0.0.1%2Fa%zz") == .failure(Errno(EINVAL)))
         #expect(origin.requestCount("/missing.png") == 1)
-        #expect(mount.log.contains("HTTP 404 Not Found") && mount.log.contains("/missing.png"), "the failure is logged with its URL")
+        #expect(
+            mount.log.contains("HTTP 404 Not Found") && mount.log.contains("/missing.png"),
+            "the failure is logged with its URL")
     }
 
     @Test("writes, creates, mkdir and rename are refused with EROFS; files are 0444 and directories 0555")

@@ -18,7 +18,9 @@ struct NewcomerCacheTests {
         if left > 0 { Thread.sleep(forTimeInterval: left) }
     }
 
-    @Test("an image expired longer than one --expire ago is still served offline after a remount; purge --expired and --max-stale remove it")
+    @Test(
+        "an image expired long ago is still served offline after a remount; purge --expired and --max-stale remove it"
+    )
     func expiredCopiesStayOffline() throws {
         let cache = CachingIntegrationTests.SharedCache()
         let origin = try TestOrigin()
@@ -32,7 +34,8 @@ struct NewcomerCacheTests {
         first.stop()
         origin.stop()
         wait(until: fetchedAt + 7)
-        let offline = try MountedImgfs(arguments: ["--expire", "3", "--policy", "cache-only"], cacheDirectory: cache.path)
+        let offline = try MountedImgfs(
+            arguments: ["--expire", "3", "--policy", "cache-only"], cacheDirectory: cache.path)
         #expect(PosixFile.read(offline.path(url)) == .success(icon), "expired 4 s ago, served offline")
         #expect(!offline.log.contains("disk cache sweep removed"), "\(offline.log)")
         #expect(try sh("'\(MountedImgfs.binary)' purge --expired '\(offline.mountPoint)'").status == 0)
@@ -61,7 +64,9 @@ struct NewcomerCacheTests {
         defer { origin.stop() }
         let image = try Fixtures.mediumJPEG()
         origin.route(prefix: "/tagged.jpg") { request in
-            if request.header("If-None-Match") == "\"t1\"" { return OriginResponse(status: 304, headers: [("ETag", "\"t1\"")]) }
+            if request.header("If-None-Match") == "\"t1\"" {
+                return OriginResponse(status: 304, headers: [("ETag", "\"t1\"")])
+            }
             var response = OriginResponse.ok(image, contentType: "image/jpeg")
             response.headers.append(("ETag", "\"t1\""))
             return response
@@ -84,7 +89,9 @@ struct NewcomerCacheTests {
         #expect(origin.requests().last?.header("If-None-Match") == "\"t1\"")
     }
 
-    @Test("after a remount with --deny-private-networks or --allow-host, an image cached from 127.0.0.1 is EACCES with its reason")
+    @Test(
+        "after a remount with --deny-private-networks or --allow-host, an image cached from 127.0.0.1 is EACCES"
+    )
     func policyAppliesToCachedImages() throws {
         let cache = CachingIntegrationTests.SharedCache()
         let origin = try TestOrigin()
@@ -96,8 +103,10 @@ struct NewcomerCacheTests {
         #expect(PosixFile.read(first.path(url)) == .success(icon))
         #expect(first.waitForStatistics { $0["repository.disk_entries"] == 1 })
         first.stop()
-        for (arguments, reason) in [(["--deny-private-networks"], "127.0.0.1 is loopback"),
-                                    (["--allow-host", "images.example.com"], "127.0.0.1 is not an allowed host")] {
+        for (arguments, reason) in [
+            (["--deny-private-networks"], "127.0.0.1 is loopback"),
+            (["--allow-host", "images.example.com"], "127.0.0.1 is not an allowed host")
+        ] {
             let mount = try MountedImgfs(arguments: arguments, cacheDirectory: cache.path)
             #expect(PosixFile.read(mount.path(url)) == .failure(Errno(EACCES)), "\(arguments)")
             #expect(PosixFile.size(mount.path(url)) == .failure(Errno(EACCES)), "\(arguments)")
@@ -108,7 +117,8 @@ struct NewcomerCacheTests {
         #expect(origin.requestCount("/inside.png") == 1, "refused without a request")
         let allowed = try MountedImgfs(cacheDirectory: cache.path)
         defer { allowed.stop() }
-        #expect(PosixFile.read(allowed.path(url)) == .success(icon), "the copy is still there for a mount that allows it")
+        #expect(
+            PosixFile.read(allowed.path(url)) == .success(icon), "the copy is still there for a mount that allows it")
     }
 
     @Test("a cached image of a host name is refused by --deny-private-networks when it came from a private address")
@@ -127,8 +137,9 @@ struct NewcomerCacheTests {
         #expect(first.waitForStatistics { $0["repository.disk_entries"] == 1 })
         first.stop()
         environment["http_proxy"] = nil
-        let denied = try MountedImgfs(arguments: ["--deny-private-networks"], cacheDirectory: cache.path,
-                                      environment: environment)
+        let denied = try MountedImgfs(
+            arguments: ["--deny-private-networks"], cacheDirectory: cache.path,
+            environment: environment)
         defer { denied.stop() }
         #expect(PosixFile.read(denied.path(url)) == .failure(Errno(EACCES)))
         let why = try sh("'\(MountedImgfs.binary)' why --mount '\(denied.mountPoint)' '\(url)'")

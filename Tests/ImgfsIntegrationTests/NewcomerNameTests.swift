@@ -17,7 +17,9 @@ struct NewcomerNameTests {
     /// `text` in single quotes for /bin/sh.
     private func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
-    @Test("a URL with a space, quotes, brackets, pipes or non-ASCII works from imgfs path, from Python's quote() and encoded, as one image")
+    @Test(
+        "a URL with spaces, quotes, brackets, pipes or non-ASCII works from imgfs path, quote(), encoded: one image"
+    )
     func charactersThatMustBeEncoded() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -76,7 +78,9 @@ struct NewcomerNameTests {
         #expect(try sh("ls '\(mount.mountPoint)/img'").output.isEmpty)
     }
 
-    @Test("a cached image the origin now says is gone stops existing: stat after the failed open is ENOENT, not the old size")
+    @Test(
+        "a cached image the origin says is gone stops existing: stat after the failed open is ENOENT, not the old size"
+    )
     func goneAfterRevalidation() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -94,7 +98,8 @@ struct NewcomerNameTests {
         #expect(try sh("[ -e '\(file)' ]").status != 0)
     }
 
-    @Test("path --ext uses the image's signature, fetching it first; prefetch shows the daemon's reason and 'not a URL'")
+    @Test(
+        "path --ext uses the image's signature, fetching it first; prefetch shows the daemon's reason and 'not a URL'")
     func extensionsAndReasons() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -108,10 +113,13 @@ struct NewcomerNameTests {
         #expect(ext.output == mount.path(blob + "#.png") + "\n", "\(ext.output)")
         #expect(PosixFile.read(mount.path(blob + "#.png")) == .success(icon))
         let list = "\(mount.root)/urls.txt"
-        try "\(origin.baseURL)/broken.png\nhello world\n\(blob)\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try "\(origin.baseURL)/broken.png\nhello world\n\(blob)\n".write(
+            toFile: list, atomically: true, encoding: .utf8)
         let prefetch = try sh("\(imgfs) prefetch --quiet '\(mount.mountPoint)' '\(list)'")
         #expect(prefetch.status == 1)
-        #expect(prefetch.output.contains("failed: \(origin.baseURL)/broken.png: HTTP 500 Internal Server Error"), "\(prefetch.output)")
+        #expect(
+            prefetch.output.contains("failed: \(origin.baseURL)/broken.png: HTTP 500 Internal Server Error"),
+            "\(prefetch.output)")
         #expect(prefetch.output.contains("failed: hello world: not a URL"), "\(prefetch.output)")
         let path = try sh("\(imgfs) path 'hello world' 2>&1")
         #expect(path.status != 0 && path.output.contains("not a URL"), "\(path.output)")
@@ -126,7 +134,8 @@ struct NewcomerNameTests {
         let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let readme = try String(contentsOf: package.appendingPathComponent("README.md"), encoding: .utf8)
-        let quickStart = readme.components(separatedBy: "## Quick start").dropFirst().first?
+        let quickStart =
+            readme.components(separatedBy: "## Quick start").dropFirst().first?
             .components(separatedBy: "\n## ").first ?? ""
         #expect(quickStart.contains("mount-scripts/install --user"), "the quick start installs imgfs")
         #expect(quickStart.contains("~/.local/bin"), "and says where, for PATH")
@@ -154,8 +163,9 @@ struct NewcomerNameTests {
         mount.stop()
         let denied = try MountedImgfs(arguments: ["--deny-private-networks"], environment: environment)
         defer { denied.stop() }
-        #expect(PosixFile.read(denied.path("http://img.invalid/q.png")) == .failure(Errno(EACCES)),
-                "--deny-private-networks checks the proxy's address")
+        #expect(
+            PosixFile.read(denied.path("http://img.invalid/q.png")) == .failure(Errno(EACCES)),
+            "--deny-private-networks checks the proxy's address")
         #expect(proxy.requestCount("http://img.invalid/q.png") == 0)
     }
 }

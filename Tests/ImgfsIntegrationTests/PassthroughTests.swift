@@ -24,7 +24,9 @@ struct PassthroughTests {
 
         /// The file's bytes through a shared read-only mapping (as image viewers read), or nil when mmap failed.
         func mapped(count: Int) -> [UInt8]? {
-            guard let address = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), address != MAP_FAILED else { return nil }
+            guard let address = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), address != MAP_FAILED else {
+                return nil
+            }
             defer { munmap(address, count) }
             return [UInt8](UnsafeRawBufferPointer(start: address, count: count))
         }
@@ -84,9 +86,13 @@ struct PassthroughTests {
         do {  // the files are closed before the unmount
             let file = try OpenFile(path)
             let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
-            #expect(digest(readWhileStopped(file, mount)) == digest(.success(image)), "the read finished without the daemon")
+            #expect(
+                digest(readWhileStopped(file, mount)) == digest(.success(image)), "the read finished without the daemon"
+            )
             #expect(digest(readWhileStopped(second, mount)) == digest(.success(image)))
-            #expect(second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image), "mmap maps the same bytes")
+            #expect(
+                second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image),
+                "mmap maps the same bytes")
         }
         #expect(origin.totalRequests == 1)
         #expect(mount.stop() == 0, "a clean unmount: no file is left open")

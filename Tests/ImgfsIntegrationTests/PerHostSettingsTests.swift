@@ -61,15 +61,17 @@ struct KeepOfflineTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let policy = "\(directory)/policy.yaml"
-        try "rules:\n  - host: 127.0.0.1\n    keep-offline: true\n".write(toFile: policy, atomically: true, encoding: .utf8)
+        try "rules:\n  - host: 127.0.0.1\n    keep-offline: true\n".write(
+            toFile: policy, atomically: true, encoding: .utf8)
         let cache = "\(directory)/cache"
         func entries() -> Int {
             ((try? FileManager.default.subpathsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".data") }.count
         }
         let fetchedAt = Date()
         do {
-            let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--expire", "1s", "--max-stale", "1s"],
-                                         cacheDirectory: cache)
+            let mount = try MountedImgfs(
+                arguments: ["--policy-file", policy, "--expire", "1s", "--max-stale", "1s"],
+                cacheDirectory: cache)
             defer { mount.stop() }
             #expect(PosixFile.read(mount.path(origin.baseURL + "/kept.png")) == .success(image))
             #expect(PosixFile.read(mount.path("http://localhost:\(origin.port)/kept.png")) == .success(image))
@@ -78,8 +80,9 @@ struct KeepOfflineTests {
         // The sweep at start removes entries expired for longer than --max-stale (1 s): wait until both are.
         while Date() < fetchedAt.addingTimeInterval(2.5) { Thread.sleep(forTimeInterval: 0.05) }
         origin.stop()
-        let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--expire", "1s", "--max-stale", "1s"],
-                                     cacheDirectory: cache)
+        let mount = try MountedImgfs(
+            arguments: ["--policy-file", policy, "--expire", "1s", "--max-stale", "1s"],
+            cacheDirectory: cache)
         defer { mount.stop() }
         let deadline = Date().addingTimeInterval(10)
         while !mount.log.contains("disk cache sweep removed 1 expired entries"), Date() < deadline {

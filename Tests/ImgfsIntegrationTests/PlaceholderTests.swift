@@ -24,11 +24,15 @@ struct PlaceholderTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Data(placeholder).write(to: URL(fileURLWithPath: "\(directory)/placeholder.png"))
-        let mount = try MountedImgfs(arguments: ["--placeholder", "\(directory)/placeholder.png", "--retries", "0",
-                                                 "--timeout", "1"])
+        let mount = try MountedImgfs(arguments: [
+            "--placeholder", "\(directory)/placeholder.png", "--retries", "0",
+            "--timeout", "1"
+        ])
         defer { mount.stop() }
-        let cases = [("/404.png", "HTTP 404"), ("/500.png", "HTTP 500"), ("/page.png", "not an image"),
-                     ("/slow.png", "timed out")]
+        let cases = [
+            ("/404.png", "HTTP 404"), ("/500.png", "HTTP 500"), ("/page.png", "not an image"),
+            ("/slow.png", "timed out")
+        ]
         for (path, why) in cases {
             let file = mount.path(origin.baseURL + path)
             let bytes = FileManager.default.contents(atPath: file).map(Array.init)

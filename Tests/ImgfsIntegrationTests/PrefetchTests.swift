@@ -33,8 +33,11 @@ struct PrefetchTests {
             for (_, path, body) in good {
                 origin.route(path, .ok(body, contentType: path.hasSuffix(".jpg") ? "image/jpeg" : "image/png"))
             }
-            origin.route("/page.html", .ok(Array("<!DOCTYPE html><html><body>not an image</body></html>".utf8),
-                                           contentType: "text/html"))
+            origin.route(
+                "/page.html",
+                .ok(
+                    Array("<!DOCTYPE html><html><body>not an image</body></html>".utf8),
+                    contentType: "text/html"))
             self.good = good
             missing = "\(origin.baseURL)/missing.png"
             page = "\(origin.baseURL)/page.html"
@@ -55,7 +58,8 @@ struct PrefetchTests {
         /// What prefetch says of the two failures: the daemon's reason, then the errno's text.
         var missingReason: String { "HTTP 404 Not Found (No such file or directory)" }
         var pageReason: String {
-            "not an image: the body is HTML (starts with \"<!DOCTYPE html\") (--allow-any-type serves it anyway) (Wrong medium type)"
+            "not an image: the body is HTML (starts with \"<!DOCTYPE html\") (--allow-any-type serves it anyway) "
+                + "(Wrong medium type)"
         }
 
         /// The start of the summary line, up to the MiB figure.
@@ -122,19 +126,24 @@ struct PrefetchTests {
             #expect(summaryLine(piped.output)?.hasPrefix(batch.summaryStart) == true, "\(piped.output)")
             #expect(origin.totalRequests == batch.urls.count)
 
-            let json = try ChildProcess.run(MountedImgfs.binary,
-                                            ["prefetch", "--json", "--concurrency", "4", mount.mountPoint, list])
+            let json = try ChildProcess.run(
+                MountedImgfs.binary,
+                ["prefetch", "--json", "--concurrency", "4", mount.mountPoint, list])
             #expect(json.status == 1, "\(json.output)")
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any],
-                                      "\(json.output)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any],
+                "\(json.output)")
             #expect(object["total"] as? Int == batch.urls.count)
             #expect(object["succeeded"] as? Int == batch.good.count)
             #expect(object["failed"] as? Int == 2)
             #expect(object["bytes"] as? Int == batch.goodBytes)
             #expect((object["seconds"] as? Double).map { $0 >= 0 && $0 < 30 } == true)
             let failures = try #require(object["failures"] as? [[String: String]])
-            #expect(failures == [["url": batch.missing, "error": batch.missingReason],
-                                 ["url": batch.page, "error": batch.pageReason]])
+            #expect(
+                failures == [
+                    ["url": batch.missing, "error": batch.missingReason],
+                    ["url": batch.page, "error": batch.pageReason]
+                ])
             for (_, path, _) in batch.good {
                 #expect(origin.requestCount(path) == 1, "\(path.prefix(40)) came from the cache on the later runs")
             }
@@ -158,8 +167,9 @@ struct PrefetchTests {
         let urls = (0..<12).map { "\(origin.baseURL)/slow/\($0).png\n" }
         try urls.joined().write(toFile: list, atomically: true, encoding: .utf8)
         let start = Date()
-        let run = try ChildProcess.run(MountedImgfs.binary,
-                                       ["prefetch", "--concurrency", "12", mount.mountPoint, list])
+        let run = try ChildProcess.run(
+            MountedImgfs.binary,
+            ["prefetch", "--concurrency", "12", mount.mountPoint, list])
         let elapsed = Date().timeIntervalSince(start)
         #expect(run.status == 0, "\(run.output)")
         #expect(summaryLine(run.output)?.hasPrefix("prefetched 12 of 12 images (") == true, "\(run.output)")
@@ -182,8 +192,9 @@ struct PrefetchTests {
         let notMount = try ChildProcess.run(MountedImgfs.binary, ["prefetch", mount.root, list])
         #expect(notMount.status == 2, "\(notMount.output)")
         #expect(notMount.output.contains("is not an imgfs mount"))
-        let noList = try ChildProcess.run(MountedImgfs.binary,
-                                          ["prefetch", mount.mountPoint, "\(mount.root)/absent.txt"])
+        let noList = try ChildProcess.run(
+            MountedImgfs.binary,
+            ["prefetch", mount.mountPoint, "\(mount.root)/absent.txt"])
         #expect(noList.status == 2, "\(noList.output)")
         #expect(noList.output.contains("No such file or directory"))
         #expect(origin.totalRequests == 0)

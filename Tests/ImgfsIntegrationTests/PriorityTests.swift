@@ -14,8 +14,9 @@ struct PriorityTests {
         defer { fixture.stop() }
         let list = "\(fixture.mount.root)/warm.txt"
         try (1...16).map(fixture.url).joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
-        let prefetch = try ChildProcess.spawn(MountedImgfs.binary,
-                                              ["prefetch", "--quiet", "--concurrency", "16", fixture.mount.mountPoint, list])
+        let prefetch = try ChildProcess.spawn(
+            MountedImgfs.binary,
+            ["prefetch", "--quiet", "--concurrency", "16", fixture.mount.mountPoint, list])
         defer { prefetch.kill9AndReap() }
         let deadline = Date().addingTimeInterval(10)
         while fixture.origin.totalRequests == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -26,7 +27,9 @@ struct PriorityTests {
         // Join a prefetch transfer still waiting, one of the last the batch queued (its threads take the URLs in
         // list order): without promotion it would wait behind the others.
         let waiting = try #require((1...16).reversed().first { !paths.contains("/v/\($0).png") && $0 != 1 })
-        #expect(PosixFile.read(fixture.mount.path(fixture.url(waiting))).map(\.count) == .success(fixture.icons[waiting % 8].count))
+        #expect(
+            PosixFile.read(fixture.mount.path(fixture.url(waiting))).map(\.count)
+                == .success(fixture.icons[waiting % 8].count))
         paths = fixture.origin.requests().map(\.path)
         let joined = try #require(paths.firstIndex(of: "/v/\(waiting).png"))
         #expect(joined <= paths.firstIndex(of: "/v/100.png")! + 2, "the joined transfer was promoted: \(paths)")

@@ -14,10 +14,13 @@ struct ProxyTests {
         defer { origin.stop(); proxy.stop() }
         origin.route("/via-proxy.png", .ok(image, contentType: "image/png"))
         origin.route("/direct.png", .ok(image, contentType: "image/png"))
-        let mount = try MountedImgfs(arguments: ["--proxy", proxy.url, "--noproxy", "localhost",
-                                                 "--header", "X-Through: proxy"])
+        let mount = try MountedImgfs(arguments: [
+            "--proxy", proxy.url, "--noproxy", "localhost",
+            "--header", "X-Through: proxy"
+        ])
         defer { mount.stop() }
-        let viaProxy = FileManager.default.contents(atPath: mount.path(origin.baseURL + "/via-proxy.png")).map(Array.init)
+        let viaProxy = FileManager.default.contents(atPath: mount.path(origin.baseURL + "/via-proxy.png")).map(
+            Array.init)
         let same = viaProxy == image
         #expect(same, "log:\n\(mount.log)")
         let viaLocalhost = "http://localhost:\(origin.port)/direct.png"

@@ -11,7 +11,11 @@ struct ReliabilityTests {
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var value = 0
-        func next() -> Int { lock.withLock { value += 1; return value } }
+        func next() -> Int {
+            lock.withLock {
+                value += 1; return value
+            }
+        }
     }
 
     @Test("5xx, 429 and resets are retried with backoff (the body resumes where it broke); 4xx are not")
@@ -75,8 +79,15 @@ struct ReliabilityTests {
         var unsized = OriginResponse.ok(image, contentType: "image/jpeg")
         unsized.contentLength = .omitted
         origin.route("/unsized.jpg", unsized)
-        let gzip = try ChildProcess.run("/bin/sh", ["-c", "gzip -c /usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg | base64 -w0"])
-        let compressed = [UInt8](Data(base64Encoded: gzip.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? Data())
+        let gzip = try ChildProcess.run(
+            "/bin/sh",
+            [
+                "-c",
+                "gzip -c /usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg "
+                    + "| base64 -w0"
+            ])
+        let compressed = [UInt8](
+            Data(base64Encoded: gzip.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? Data())
         #expect(compressed.count > 100 && compressed.count != image.count)
         var encoded = OriginResponse.ok(compressed, contentType: "image/jpeg")
         encoded.headers.append(("Content-Encoding", "gzip"))
@@ -89,7 +100,9 @@ struct ReliabilityTests {
         }
     }
 
-    @Test("only images are served: HTML, JSON and empty bodies fail with EMEDIUMTYPE and say why; --allow-any-type serves them")
+    @Test(
+        "only images: HTML, JSON and empty bodies fail with EMEDIUMTYPE and say why; --allow-any-type serves them"
+    )
     func onlyImages() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -130,7 +143,8 @@ struct ReliabilityTests {
         #expect(mount.log.contains("over the limit"))
     }
 
-    @Test("redirects: a chain is followed, a loop, file://, ftp:// and gopher:// fail, and a host not allowed is refused")
+    @Test(
+        "redirects: a chain is followed, a loop, file://, ftp:// and gopher:// fail, and a host not allowed is refused")
     func redirects() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -167,13 +181,16 @@ struct ReliabilityTests {
             let mount = try MountedImgfs(arguments: arguments)
             defer { mount.stop() }
             #expect(PosixFile.read(mount.path(origin.baseURL + "/icon.png")) == .failure(Errno(EACCES)), "\(arguments)")
-            #expect(PosixFile.read(mount.path("http://[::ffff:127.0.0.1]:\(origin.port)/icon.png")) == .failure(Errno(EACCES)))
+            #expect(
+                PosixFile.read(mount.path("http://[::ffff:127.0.0.1]:\(origin.port)/icon.png"))
+                    == .failure(Errno(EACCES)))
             #expect(mount.log.contains("loopback"))
         }
         #expect(origin.totalRequests == 0)
     }
 
-    @Test("a redirect from a public address to loopback is refused: the check is on the address connected, for every hop")
+    @Test(
+        "a redirect from a public address to loopback is refused: the check is on the address connected, for every hop")
     func redirectToPrivateAddress() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }
@@ -183,16 +200,20 @@ struct ReliabilityTests {
         let namespace = "imgfs\(suffix)", hostSide = "ih\(suffix)", nsSide = "in\(suffix)"
         let work = "/tmp/imgfs-netns-\(suffix)"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        func ip(_ arguments: String) throws -> Int32 { try ChildProcess.run("/bin/sh", ["-c", "ip \(arguments)"]).status }
+        func ip(_ arguments: String) throws -> Int32 {
+            try ChildProcess.run("/bin/sh", ["-c", "ip \(arguments)"]).status
+        }
         defer {
             _ = try? ip("netns del \(namespace)")
             _ = try? ip("link del \(hostSide)")
             try? FileManager.default.removeItem(atPath: work)
         }
-        for command in ["netns add \(namespace)", "link add \(hostSide) type veth peer name \(nsSide)",
-                        "link set \(nsSide) netns \(namespace)", "addr add 198.51.100.1/30 dev \(hostSide)",
-                        "link set \(hostSide) up", "netns exec \(namespace) ip addr add 198.51.100.2/30 dev \(nsSide)",
-                        "netns exec \(namespace) ip link set \(nsSide) up", "netns exec \(namespace) ip link set lo up"] {
+        for command in [
+            "netns add \(namespace)", "link add \(hostSide) type veth peer name \(nsSide)",
+            "link set \(nsSide) netns \(namespace)", "addr add 198.51.100.1/30 dev \(hostSide)",
+            "link set \(hostSide) up", "netns exec \(namespace) ip addr add 198.51.100.2/30 dev \(nsSide)",
+            "netns exec \(namespace) ip link set \(nsSide) up", "netns exec \(namespace) ip link set lo up"
+        ] {
             try #require(try ip(command) == 0, "ip \(command) (needs root)")
         }
         let server = """
@@ -209,8 +230,12 @@ struct ReliabilityTests {
             http.server.HTTPServer(("198.51.100.2", 8080), Redirect).serve_forever()
             """
         try server.write(toFile: "\(work)/redirect.py", atomically: true, encoding: .utf8)
-        let redirector = try ChildProcess.spawn("/usr/sbin/ip", ["netns", "exec", namespace, "python3", "\(work)/redirect.py",
-                                                                 origin.baseURL + "/icon.png", "\(work)/requests.log"])
+        let redirector = try ChildProcess.spawn(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", namespace, "python3", "\(work)/redirect.py",
+                origin.baseURL + "/icon.png", "\(work)/requests.log"
+            ])
         defer { redirector.kill9AndReap() }
         Thread.sleep(forTimeInterval: 1)
         let mount = try MountedImgfs(arguments: ["--deny-private-networks", "--retries", "0"])
@@ -249,7 +274,8 @@ struct ReliabilityTests {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, pointer, &length) == 0
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, pointer, &length) == 0
             }
         }
         try #require(bound)
@@ -279,7 +305,9 @@ struct ReliabilityTests {
         let mount = try MountedImgfs()
         defer { mount.stop() }
         let images = mount.mountPoint + "/img/"
-        #expect(PosixFile.read(images + NameCodec.encode("http://user:secret@127.0.0.1:\(origin.port)/a.png")) == .failure(Errno(EACCES)))
+        #expect(
+            PosixFile.read(images + NameCodec.encode("http://user:secret@127.0.0.1:\(origin.port)/a.png"))
+                == .failure(Errno(EACCES)))
         #expect(PosixFile.read(images + "http%3A%2F%2F127.0.0.1%2F%00.png") == .failure(Errno(EINVAL)))
         #expect(PosixFile.read(images + "http%3A%2F%2F127.0.0.1%2F%FF.png") == .failure(Errno(EINVAL)))
         #expect(PosixFile.read(images + NameCodec.encode("gopher://127.0.0.1/x")) == .failure(Errno(ENOENT)))

@@ -52,7 +52,7 @@ struct RequestRulesTests {
         try write("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc123\n", to: cookies)
         let mount = try MountedImgfs(arguments: [
             "--header", "X-Api-Key: k-secret", "--header", "Authorization: Bearer t0ken", "--user-agent", "Viewer/2.0",
-            "--referer", "https://gallery.example/", "--cookie-file", cookies,
+            "--referer", "https://gallery.example/", "--cookie-file", cookies
         ])
         defer { mount.stop() }
         #expect(reads(mount.path(first.baseURL + "/direct.png"), image))
@@ -149,9 +149,13 @@ struct RequestRulesTests {
         let policy = "\(directory)/bad.yaml"
         try write("rules:\n  - host: example.com\n    headers:\n      X-A: b\n    max-age: 3\n", to: policy)
         try FileManager.default.createDirectory(atPath: "\(directory)/mnt", withIntermediateDirectories: true)
-        let mount = try ChildProcess.run(MountedImgfs.binary, ["mount", "\(directory)/mnt", "--foreground",
-                                                               "--cache-dir", "\(directory)/cache",
-                                                               "--policy-file", policy], timeout: 30)
+        let mount = try ChildProcess.run(
+            MountedImgfs.binary,
+            [
+                "mount", "\(directory)/mnt", "--foreground",
+                "--cache-dir", "\(directory)/cache",
+                "--policy-file", policy
+            ], timeout: 30)
         #expect(mount.status != 0)
         let errorLines = mount.output.split(separator: "\n").filter { $0.contains("bad.yaml") }
         #expect(errorLines.count == 1, "\(mount.output)")
@@ -174,8 +178,9 @@ struct RequestRulesTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let policy = "\(directory)/policy.yaml"
-        try write("rules:\n  - host: \"*\"\n    cache-key:\n      drop-query: [\"X-Amz-*\", Expires, utm_*]\n",
-                  to: policy)
+        try write(
+            "rules:\n  - host: \"*\"\n    cache-key:\n      drop-query: [\"X-Amz-*\", Expires, utm_*]\n",
+            to: policy)
         let cache = "\(directory)/cache"
         let first = "\(origin.baseURL)/signed.jpg?w=300&X-Amz-Signature=aaa111&X-Amz-Date=1"
         let second = "\(origin.baseURL)/signed.jpg?w=300&X-Amz-Signature=bbb222&X-Amz-Date=2&utm_source=x"
@@ -209,7 +214,9 @@ struct RequestRulesTests {
         let images = try Fixtures.smallPNGs(20)
         let origin = try TestOrigin()
         defer { origin.stop() }
-        for (index, image) in images.enumerated() { origin.route("/m\(index).png", .ok(image, contentType: "image/png")) }
+        for (index, image) in images.enumerated() {
+            origin.route("/m\(index).png", .ok(image, contentType: "image/png"))
+        }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cache = "\(directory)/cache"

@@ -5,8 +5,9 @@ import ImgfsTestSupport
 import Testing
 
 /// Issue 19: the shared tier when Redis fails or holds bad values, its TTLs, and the policies that hold across it.
-@Suite("Shared tier failures and policies", .serialized,
-       .enabled(if: FuseAvailability.available && RedisServer.available))
+@Suite(
+    "Shared tier failures and policies", .serialized,
+    .enabled(if: FuseAvailability.available && RedisServer.available))
 struct SharedTierFailureTests {
     private func serve(_ images: [[UInt8]], on origin: TestOrigin, headers: [(String, String)] = []) -> [String] {
         images.enumerated().map { index, body in

@@ -61,7 +61,9 @@ struct ShutdownTests {
         // Never EINTR: nobody interrupted these readers.
         let allowed: [Result<[UInt8], Errno>] = [.failure(Errno(ECONNABORTED)), .failure(Errno(ENOTCONN))]
         let answers = results.withLock { $0 }
-        #expect(answers.count == readers && answers.allSatisfy(allowed.contains), "\(answers.map { (try? $0.get())?.count ?? -1 })")
+        #expect(
+            answers.count == readers && answers.allSatisfy(allowed.contains),
+            "\(answers.map { (try? $0.get())?.count ?? -1 })")
         #expect(answers.contains(.failure(Errno(ECONNABORTED))))
         #expect(mount.process.wait(timeout: 15) == 0)
     }
@@ -82,9 +84,10 @@ struct ShutdownTests {
             let path = mount.path(origin.baseURL + target)
             let readers = try (0..<200).map { _ in try ChildProcess.spawn("/bin/cat", [path]) }
             defer { readers.forEach { $0.kill9AndReap() } }
-            #expect(Self.waitUntil(timeout: 20) {
-                origin.requestCount(target) == 1 && readers.allSatisfy { Self.waitingInFuse($0.pid) == 1 }
-            }, "every reader waits in the kernel for imgfs")
+            #expect(
+                Self.waitUntil(timeout: 20) {
+                    origin.requestCount(target) == 1 && readers.allSatisfy { Self.waitingInFuse($0.pid) == 1 }
+                }, "every reader waits in the kernel for imgfs")
             readers.forEach { $0.signal(SIGINT) }
             for reader in readers { #expect(reader.wait(timeout: 10) != nil, "an interrupted reader returns at once") }
             let ended = "url=\(origin.baseURL + target) [ImgfsCore] fetch failed: cancelled"

@@ -17,10 +17,12 @@ struct TLSTests {
         init(files: [String: [UInt8]]) throws {
             try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
             for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/www/\(name)")) }
-            let certificate = try ChildProcess.run("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", "\(root)/key.pem", "-out", "\(root)/cert.pem",
-            ])
+            let certificate = try ChildProcess.run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", "\(root)/key.pem", "-out", "\(root)/cert.pem"
+                ])
             guard certificate.status == 0 else { throw MountedImgfs.StartFailure(description: certificate.output) }
             let configuration = """
                 pid \(root)/nginx.pid;
@@ -39,14 +41,16 @@ struct TLSTests {
                 }
                 """
             try configuration.write(toFile: "\(root)/nginx.conf", atomically: true, encoding: .utf8)
-            process = try ChildProcess.spawn("/usr/sbin/nginx", ["-c", "\(root)/nginx.conf", "-p", root, "-g", "daemon off;"],
-                                             outputPath: "\(root)/nginx.out")
+            process = try ChildProcess.spawn(
+                "/usr/sbin/nginx", ["-c", "\(root)/nginx.conf", "-p", root, "-g", "daemon off;"],
+                outputPath: "\(root)/nginx.out")
             Thread.sleep(forTimeInterval: 0.5)
         }
 
         var baseURL: String { "https://127.0.0.1:\(port)" }
         var requests: [String] {
-            ((try? String(contentsOfFile: "\(root)/protocol.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            ((try? String(contentsOfFile: "\(root)/protocol.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
+                String.init)
         }
 
         func stop() {
@@ -56,7 +60,9 @@ struct TLSTests {
         }
     }
 
-    @Test("a self-signed certificate is refused (EIO, logged); with --insecure the image arrives over HTTP/2 and a warning is logged")
+    @Test(
+        "a self-signed certificate is refused (EIO, logged); --insecure gets the image over HTTP/2, with a warning"
+    )
     func verificationAndHTTP2() throws {
         let image = try Fixtures.mediumJPEG()
         let origin = try TLSOrigin(files: ["a.jpg": image])

@@ -35,7 +35,7 @@ struct ThumbnailTests {
         let bodies: [(String, [UInt8])] = try [
             ("large.jpg", jpeg), ("alpha.png", images.bytes("alpha.png")), ("photo.webp", images.bytes("photo.webp")),
             ("anim.gif", images.bytes("anim.gif")),
-            ("rotated.jpg", images.exifRotatedJPEG(width: 640, height: 480, orientation: 6)),
+            ("rotated.jpg", images.exifRotatedJPEG(width: 640, height: 480, orientation: 6))
         ]
         for (name, body) in bodies { origin.route("/\(name)", .ok(body, contentType: "image/*")) }
         let mount = try MountedImgfs()
@@ -90,7 +90,7 @@ struct ThumbnailTests {
             ("/bomb.png", EFBIG, "decompression bomb refused: 30000 x 30000 pixels is over the limit of 100000000"),
             ("/cut.jpg", EIO, "Premature end of"),
             ("/vector.svg", EMEDIUMTYPE, "not rasterized"),
-            ("/missing.png", ENOENT, "the original failed: HTTP 404"),
+            ("/missing.png", ENOENT, "the original failed: HTTP 404")
         ]
         for (path, code, reason) in cases {
             let file = thumb(mount, 256, origin.baseURL + path)
@@ -112,8 +112,11 @@ struct ThumbnailTests {
         defer { origin.stop() }
         let jpeg = try Fixtures.largeJPEG()
         // Slow enough that every reader arrives while the original is still coming.
-        origin.route("/shared.jpg", OriginResponse(headers: [("Content-Type", "image/jpeg")], body: jpeg,
-                                                   bytesPerSecond: jpeg.count * 2))
+        origin.route(
+            "/shared.jpg",
+            OriginResponse(
+                headers: [("Content-Type", "image/jpeg")], body: jpeg,
+                bytesPerSecond: jpeg.count * 2))
         let mount = try MountedImgfs()
         defer { mount.stop() }
         let sizes = [64, 256, 1024]
@@ -150,15 +153,17 @@ struct ThumbnailTests {
         let second = try MountedImgfs(arguments: ["--policy", "cache-only"], cacheDirectory: cache)
         defer { second.stop() }
         #expect(PosixFile.read(second.path(url)) == .failure(Errno(ENOENT)), "the original is gone")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(second.mountPoint)/thumb/128")
-            == [NameCodec.encode(url)])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(second.mountPoint)/thumb/128")
+                == [NameCodec.encode(url)])
         #expect(PosixFile.read(thumb(second, 128, url)) == .success(made))
         #expect(attribute(thumb(second, 128, url), "source") == "memory")
         #expect(origin.totalRequests == 0)
         #expect(unlink(thumb(second, 128, url)) == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(second.mountPoint)/thumb/128").isEmpty)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(second.mountPoint)/img").isEmpty,
-                "variants are not images")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(second.mountPoint)/img").isEmpty,
+            "variants are not images")
     }
 
     @Test("a refreshed original with a new ETag makes its variant again; an unchanged one (304) keeps it")

@@ -4,7 +4,9 @@ import Testing
 @Suite("MemAvailable monitor")
 struct MemAvailableMonitorTests {
     // The default rate limit is an hour: "within the rate limit" must hold however slowly a loaded machine runs.
-    private func monitor(_ files: MemoryFiles, threshold: Int? = nil, minimumInterval: Duration = .seconds(3600))
+    private func monitor(
+        _ files: MemoryFiles, threshold: Int? = nil, minimumInterval: Duration = .seconds(3600)
+    )
         -> MemAvailableMonitor
     {
         MemAvailableMonitor(

@@ -32,8 +32,9 @@ struct PSIMemoryPressureTests {
 
     @Test("an impossible window is refused and reported", .enabled(if: hasPSI))
     func impossibleWindow() {
-        #expect(PSIMemoryPressure.make(threshold: .milliseconds(50), window: .milliseconds(100), logger: testLogger)
-            == nil)
+        #expect(
+            PSIMemoryPressure.make(threshold: .milliseconds(50), window: .milliseconds(100), logger: testLogger)
+                == nil)
         do {
             _ = try PSIMemoryPressure(
                 path: "/proc/pressure/memory", threshold: .milliseconds(50), window: .milliseconds(100),

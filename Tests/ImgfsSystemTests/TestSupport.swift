@@ -50,7 +50,9 @@ final class FakeFiles {
 
     /// Writes a meminfo file with the given sizes in MiB.
     func writeMeminfo(totalMiB: Int, availableMiB: Int) throws {
-        try write("meminfo", """
+        try write(
+            "meminfo",
+            """
             MemTotal:       \(totalMiB * 1024) kB
             MemFree:        \(availableMiB * 512) kB
             MemAvailable:   \(availableMiB * 1024) kB

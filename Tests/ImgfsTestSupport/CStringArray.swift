@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A NULL-terminated array of C strings (`argv`/`envp` style) that owns its memory.

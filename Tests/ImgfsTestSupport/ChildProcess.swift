@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Synchronization
@@ -33,17 +33,22 @@ public final class ChildProcess: @unchecked Sendable {
     /// Starts `executable` with `arguments` (not including argv[0]). A name without
     /// `/` is looked up in `PATH`. `environment` nil means this process's environment.
     /// Throws `TestSupportError.systemCall` if the child cannot be started.
-    public static func spawn(_ executable: String, _ arguments: [String],
-                             environment: [String: String]? = nil,
-                             outputPath: String? = nil) throws -> ChildProcess {
+    public static func spawn(
+        _ executable: String, _ arguments: [String],
+        environment: [String: String]? = nil,
+        outputPath: String? = nil
+    ) throws -> ChildProcess {
         var actions = posix_spawn_file_actions_t()
         try check(posix_spawn_file_actions_init(&actions), "posix_spawn_file_actions_init")
         defer { posix_spawn_file_actions_destroy(&actions) }
-        try check(posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0),
-                  "posix_spawn_file_actions_addopen(stdin)")
-        try check(posix_spawn_file_actions_addopen(&actions, 1, outputPath ?? "/dev/null",
-                                                   O_WRONLY | O_CREAT | O_APPEND, 0o644),
-                  "posix_spawn_file_actions_addopen(stdout)")
+        try check(
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0),
+            "posix_spawn_file_actions_addopen(stdin)")
+        try check(
+            posix_spawn_file_actions_addopen(
+                &actions, 1, outputPath ?? "/dev/null",
+                O_WRONLY | O_CREAT | O_APPEND, 0o644),
+            "posix_spawn_file_actions_addopen(stdout)")
         try check(posix_spawn_file_actions_adddup2(&actions, 1, 2), "posix_spawn_file_actions_adddup2")
 
         var attributes = posix_spawnattr_t()
@@ -74,8 +79,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// Runs a short command to completion and returns its exit status (128 + signal
     /// if signalled) and its combined stdout and stderr. Throws
     /// `TestSupportError.timedOut` (after killing it) if it runs longer than `timeout`.
-    public static func run(_ executable: String, _ arguments: [String],
-                           timeout: Double = 60) throws -> (status: Int32, output: String) {
+    public static func run(
+        _ executable: String, _ arguments: [String],
+        timeout: Double = 60
+    ) throws -> (status: Int32, output: String) {
         var template = Array("/tmp/imgfs-run-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw TestSupportError.fromErrno("mkstemp") }

@@ -56,7 +56,8 @@ struct HTTPRequestHead {
                     return (0..<index, index + 2)
                 }
                 if index + 2 < buffer.count && buffer[index + 1] == UInt8(ascii: "\r")
-                    && buffer[index + 2] == UInt8(ascii: "\n") {
+                    && buffer[index + 2] == UInt8(ascii: "\n")
+                {
                     return (0..<index, index + 3)
                 }
             }
@@ -69,7 +70,8 @@ struct HTTPRequestHead {
     private static func trim(_ text: Substring) -> String {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = text.firstIndex(where: { !isBlank($0) }),
-              let last = text.lastIndex(where: { !isBlank($0) }) else { return "" }
+            let last = text.lastIndex(where: { !isBlank($0) })
+        else { return "" }
         return String(text[first...last])
     }
 }

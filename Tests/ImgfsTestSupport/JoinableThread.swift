@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A POSIX thread with an explicit stack size that can be joined or detached.
@@ -32,8 +32,10 @@ final class JoinableThread: Sendable {
 
     /// Starts `body` on a new thread named `name` (at most 15 characters are kept)
     /// with a stack of `stackSize` bytes.
-    static func start(name: String, stackSize: Int,
-                      _ body: @escaping @Sendable () -> Void) throws -> JoinableThread {
+    static func start(
+        name: String, stackSize: Int,
+        _ body: @escaping @Sendable () -> Void
+    ) throws -> JoinableThread {
         var attributes = pthread_attr_t()
         var rc = pthread_attr_init(&attributes)
         guard rc == 0 else { throw TestSupportError.systemCall("pthread_attr_init", errno: rc) }
@@ -43,12 +45,14 @@ final class JoinableThread: Sendable {
 
         let payload = Unmanaged.passRetained(Payload(name: name, body: body)).toOpaque()
         var handle = pthread_t()
-        rc = pthread_create(&handle, &attributes, { raw in
-            let payload = Unmanaged<Payload>.fromOpaque(raw!).takeRetainedValue()
-            _ = JoinableThread.setCurrentName?(pthread_self(), String(payload.name.prefix(15)))
-            payload.body()
-            return nil
-        }, payload)
+        rc = pthread_create(
+            &handle, &attributes,
+            { raw in
+                let payload = Unmanaged<Payload>.fromOpaque(raw!).takeRetainedValue()
+                _ = JoinableThread.setCurrentName?(pthread_self(), String(payload.name.prefix(15)))
+                payload.body()
+                return nil
+            }, payload)
         guard rc == 0 else {
             Unmanaged<Payload>.fromOpaque(payload).release()
             throw TestSupportError.systemCall("pthread_create", errno: rc)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Serves the HTTP/1.1 requests arriving on one accepted socket, one after another
@@ -43,9 +43,10 @@ struct OriginConnection {
                     sendError(400)
                     return nil
                 }
-                let request = RecordedRequest(method: head.method, path: head.target,
-                                              version: head.version, headers: head.headers,
-                                              connectionID: id)
+                let request = RecordedRequest(
+                    method: head.method, path: head.target,
+                    version: head.version, headers: head.headers,
+                    connectionID: id)
                 guard discardBody(of: request) else { return nil }
                 return request
             }

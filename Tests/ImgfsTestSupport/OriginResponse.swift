@@ -51,11 +51,13 @@ public struct OriginResponse: Sendable {
 
     /// Creates a response; every parameter has a default, so `OriginResponse()` is an
     /// empty `200 OK`.
-    public init(status: Int = 200, reason: String? = nil, headers: [(String, String)] = [],
-                body: [UInt8] = [], headerDelay: Double = 0, firstByteDelay: Double = 0,
-                bytesPerSecond: Int? = nil, contentLength: ContentLengthMode = .exact,
-                chunked: Bool = false, truncateAfter: Int? = nil, resetAfter: Int? = nil,
-                closeAfterResponse: Bool = false) {
+    public init(
+        status: Int = 200, reason: String? = nil, headers: [(String, String)] = [],
+        body: [UInt8] = [], headerDelay: Double = 0, firstByteDelay: Double = 0,
+        bytesPerSecond: Int? = nil, contentLength: ContentLengthMode = .exact,
+        chunked: Bool = false, truncateAfter: Int? = nil, resetAfter: Int? = nil,
+        closeAfterResponse: Bool = false
+    ) {
         self.status = status
         self.reason = reason
         self.headers = headers

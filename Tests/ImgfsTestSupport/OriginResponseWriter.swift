@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes one `OriginResponse` to a socket: delays, status line and headers,
@@ -29,7 +29,8 @@ struct OriginResponseWriter {
         let hasBody = OriginResponse.mayHaveBody(response.status)
         let sendsBody = hasBody && !isHead
         let chunked = response.chunked && hasBody
-        var mustClose = clientWantsClose || response.closeAfterResponse
+        var mustClose =
+            clientWantsClose || response.closeAfterResponse
             || response.truncateAfter != nil || response.resetAfter != nil
         if sendsBody && !chunked {
             switch response.contentLength {

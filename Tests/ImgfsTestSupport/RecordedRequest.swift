@@ -17,8 +17,10 @@ public struct RecordedRequest: Sendable {
     public let connectionID: Int
 
     /// Creates a recorded request; normally only the origin does this.
-    public init(method: String, path: String, version: String = "HTTP/1.1",
-                headers: [(String, String)] = [], connectionID: Int = 0) {
+    public init(
+        method: String, path: String, version: String = "HTTP/1.1",
+        headers: [(String, String)] = [], connectionID: Int = 0
+    ) {
         self.method = method
         self.path = path
         self.version = version

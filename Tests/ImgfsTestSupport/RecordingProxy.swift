@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 
@@ -70,9 +70,12 @@ public final class RecordingProxy: @unchecked Sendable {
                 return true
             }
             guard registered else { _ = close(fd); return }
-            if let thread = try? JoinableThread.start(name: "proxy-conn", stackSize: 512 * 1024, { [self] in
-                serve(fd)
-            }) {
+            if let thread = try? JoinableThread.start(
+                name: "proxy-conn", stackSize: 512 * 1024,
+                { [self] in
+                    serve(fd)
+                })
+            {
                 state.withLock { $0.threads.append(thread) }
             }
         }
@@ -146,7 +149,8 @@ public final class RecordingProxy: @unchecked Sendable {
             for (index, entry) in fds.enumerated() where entry.revents != 0 {
                 chunk.removeAll(keepingCapacity: true)
                 guard SocketIO.receive(entry.fd, into: &chunk) > 0,
-                      SocketIO.sendAll(fds[1 - index].fd, chunk) == chunk.count else { return }
+                    SocketIO.sendAll(fds[1 - index].fd, chunk) == chunk.count
+                else { return }
             }
         }
     }

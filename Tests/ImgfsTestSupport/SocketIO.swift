@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Thin, checked wrappers around the POSIX socket calls the origin needs.
@@ -58,8 +58,10 @@ enum SocketIO {
 
     // MARK: - Accepting
 
-    private typealias Accept4 = @convention(c) (
-        Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32) -> Int32
+    private typealias Accept4 =
+        @convention(c) (
+            Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
+        ) -> Int32
 
     /// glibc's `accept4`, which Swift's Glibc module does not export (it is a GNU extension).
     private static let accept4Function: Accept4? = dlsym(nil, "accept4").map {

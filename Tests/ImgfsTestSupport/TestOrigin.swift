@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real HTTP/1.1 origin server on a loopback TCP port, for integration tests.

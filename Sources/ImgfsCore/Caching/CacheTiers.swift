@@ -25,8 +25,10 @@ public final class CacheTiers: Sendable {
     private let bodyMemory: BodyMemory
     private let logger: Logger
 
-    public init(memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
-                bodyMemory: BodyMemory = .ordinary, logger: Logger) {
+    public init(
+        memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
+        bodyMemory: BodyMemory = .ordinary, logger: Logger
+    ) {
         self.memory = memory
         self.disk = disk
         self.writes = writes
@@ -43,11 +45,14 @@ public final class CacheTiers: Sendable {
     }
 
     /// The tiers' sizes and counters with the repository's, for `.imgfs/stats.json`.
-    func statistics(counters: RepositoryCounters, inFlight: Int, sharedTier: SharedTierCounters?) -> RepositoryStatistics {
-        RepositoryStatistics(counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
-                             memoryEntries: memory.count, memoryBudget: memory.budget,
-                             diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
-                             diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
+    func statistics(
+        counters: RepositoryCounters, inFlight: Int, sharedTier: SharedTierCounters?
+    ) -> RepositoryStatistics {
+        RepositoryStatistics(
+            counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
+            memoryEntries: memory.count, memoryBudget: memory.budget,
+            diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
+            diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
     }
 
     /// Whether either tier holds `key` (without counting a hit).
@@ -62,8 +67,9 @@ public final class CacheTiers: Sendable {
         do {
             return try readEntry(record, of: url, offset: offset, count: count)
         } catch {
-            logger.warning("disk cache entry unusable (\(error)); fetching again",
-                           metadata: ["url": "\(url.withoutFragment)"])
+            logger.warning(
+                "disk cache entry unusable (\(error)); fetching again",
+                metadata: ["url": "\(url.withoutFragment)"])
             remove(record.key)
             return nil
         }
@@ -74,10 +80,12 @@ public final class CacheTiers: Sendable {
         disk.touch(key: record.key)
         if record.size <= memory.budget {
             let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: bodyMemory)
-            memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
-                                      expiresAt: record.expiresAt, validatedAt: record.lastValidated,
-                                      expiryFromHeaders: record.expiryFromHeaders, remoteAddress: record.remoteAddress),
-                          forKey: record.key)
+            memory.insert(
+                CachedImage(
+                    url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                    expiresAt: record.expiresAt, validatedAt: record.lastValidated,
+                    expiryFromHeaders: record.expiryFromHeaders, remoteAddress: record.remoteAddress),
+                forKey: record.key)
             return ImageSlice(bytes, size: record.size, offset: offset, count: count)
         }
         let piece = try disk.read(key: record.key, offset: offset, count: count)
@@ -98,11 +106,14 @@ public final class CacheTiers: Sendable {
     /// comes into memory.
     func renew(_ key: String, fallback: ImageSource, _ renewal: Renewal) {
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
-           let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url) {
-            memory.insert(CachedImage(url: url, bytes: ImageBytes(copying: body, memory: bodyMemory),
-                                      metadata: record.metadata, expiresAt: renewal.expiresAt,
-                                      validatedAt: renewal.validatedAt, expiryFromHeaders: renewal.expiryFromHeaders,
-                                      remoteAddress: renewal.remoteAddress ?? record.remoteAddress), forKey: key)
+            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url)
+        {
+            memory.insert(
+                CachedImage(
+                    url: url, bytes: ImageBytes(copying: body, memory: bodyMemory),
+                    metadata: record.metadata, expiresAt: renewal.expiresAt,
+                    validatedAt: renewal.validatedAt, expiryFromHeaders: renewal.expiryFromHeaders,
+                    remoteAddress: renewal.remoteAddress ?? record.remoteAddress), forKey: key)
         }
         memory.update(key) { image in
             image.expiresAt = renewal.expiresAt

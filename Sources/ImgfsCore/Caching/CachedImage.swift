@@ -15,8 +15,10 @@ public struct CachedImage: Sendable {
     /// The numeric address the bytes came from, when known (see ``CacheRecord/remoteAddress``).
     public var remoteAddress: String?
 
-    public init(url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date, validatedAt: Date? = nil,
-                expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil) {
+    public init(
+        url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date, validatedAt: Date? = nil,
+        expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil
+    ) {
         self.url = url
         self.bytes = bytes
         self.metadata = metadata

@@ -35,7 +35,8 @@ extension DiskCaching {
 extension CacheRecord {
     /// The record's metadata as the filesystem shows it.
     public var metadata: ImageMetadata {
-        ImageMetadata(size: size, contentType: contentType, etag: etag, lastModified: lastModified, fetchedAt: fetchedAt)
+        ImageMetadata(
+            size: size, contentType: contentType, etag: etag, lastModified: lastModified, fetchedAt: fetchedAt)
     }
 }
 extension DiskCache: DiskCaching {}

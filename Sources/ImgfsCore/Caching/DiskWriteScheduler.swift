@@ -104,8 +104,10 @@ public final class DiskWriteScheduler: Sendable {
     /// Queues the write of `image` as the entry `record` of `disk`; `done` runs on the worker once it is written,
     /// failed or was called off. Returns false, queueing nothing, when the queue is full (the disk cannot keep up
     /// with the network): the body is then fetched again when next needed, if it has left memory by then.
-    func write(_ image: CachedImage, as record: CacheRecord, to disk: any DiskCaching,
-               then done: @escaping @Sendable () -> Void) -> Bool {
+    func write(
+        _ image: CachedImage, as record: CacheRecord, to disk: any DiskCaching,
+        then done: @escaping @Sendable () -> Void
+    ) -> Bool {
         let size = record.size
         let total = queuedBytes.load(ordering: .relaxed)
         guard total == 0 || total + size <= queueBound else { return false }
@@ -148,7 +150,8 @@ public final class DiskWriteScheduler: Sendable {
             let last = lastFullDiskReport.load(ordering: .relaxed)
             guard last == 0 || now &- last >= 60_000_000_000 else { return }
             lastFullDiskReport.store(now, ordering: .relaxed)
-            logger.error("""
+            logger.error(
+                """
                 disk cache: no space left on device (ENOSPC); serving from memory and the network, nothing partial \
                 is kept (reported once a minute)
                 """)

@@ -61,8 +61,9 @@ public struct ExpiryPolicy: Sendable {
         }
         if head.hasExpires {
             guard let expires = head.expires else { return Decision(store: true, expiresAt: now, fromHeaders: true) }
-            return Decision(store: true, expiresAt: now + max(0, expires.timeIntervalSince(head.date ?? now)),
-                            fromHeaders: true)
+            return Decision(
+                store: true, expiresAt: now + max(0, expires.timeIntervalSince(head.date ?? now)),
+                fromHeaders: true)
         }
         return Decision(store: true, expiresAt: now + lifetime)
     }

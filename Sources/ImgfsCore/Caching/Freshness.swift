@@ -33,8 +33,10 @@ struct Freshness: Sendable {
     }
 
     /// What a 304 `head` for `url`, arriving at `validatedAt`, renews of the cached copy `fallback`.
-    func renewal(of fallback: ImageSource, url: ImageURL, by head: ResponseHead,
-                 validatedAt: Date) -> CacheTiers.Renewal {
+    func renewal(
+        of fallback: ImageSource, url: ImageURL, by head: ResponseHead,
+        validatedAt: Date
+    ) -> CacheTiers.Renewal {
         let rule = rule(for: url)
         let saysFreshness = head.cacheControl != nil || head.hasExpires || !rule.honorsCacheControl
         let decision = rule.decide(for: head, now: validatedAt)

@@ -12,14 +12,16 @@ extension ImageRepository {
             if fallback != nil {
                 if error.meansGone {
                     tiers.remove(key)
-                    logger.notice("the origin says the image is gone (\(error)); dropped the cached copy",
-                                  metadata: ["url": "\(url)"])
+                    logger.notice(
+                        "the origin says the image is gone (\(error)); dropped the cached copy",
+                        metadata: ["url": "\(url)"])
                     // The kernel must not keep the old attributes: the name no longer exists.
                     contentChanges.announce(url)
                 } else {
                     state.withLock { $0.counters.staleServed += 1 }
-                    logger.warning("origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",
-                                   metadata: ["url": "\(url)"])
+                    logger.warning(
+                        "origin unreachable (\(error)); serving the expired cached copy (stale-if-error)",
+                        metadata: ["url": "\(url)"])
                 }
             }
             endFlight(key, download)
@@ -33,9 +35,10 @@ extension ImageRepository {
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }
-        let image = CachedImage(url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
-                                validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
-                                remoteAddress: head.remoteAddress)
+        let image = CachedImage(
+            url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,
+            validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+            remoteAddress: head.remoteAddress)
         let inMemory = memory.insert(image, forKey: key)
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
@@ -44,11 +47,12 @@ extension ImageRepository {
             disk?.remove(key: key)
             return endFlight(key, download)
         }
-        let record = CacheRecord(key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
-                                 etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
-                                 expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
-                                 validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
-                                 remoteAddress: head.remoteAddress)
+        let record = CacheRecord(
+            key: key, url: url.string, size: metadata.size, contentType: metadata.contentType,
+            etag: metadata.etag, lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
+            expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
+            validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
+            remoteAddress: head.remoteAddress)
         guard diskWrites.write(image, as: record, to: disk, then: { [self] in endFlight(key, download) }) else {
             state.withLock { $0.counters.diskWritesSkipped += 1 }
             return endFlight(key, download)
@@ -57,8 +61,10 @@ extension ImageRepository {
 
     /// Serves a read from a disk entry (``CacheTiers/readFromDisk(_:of:offset:count:)``); a corrupt entry is dropped
     /// and the image fetched again.
-    func readFromDisk(_ url: ImageURL, _ record: CacheRecord, offset: Int, count: Int,
-                      reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
+    func readFromDisk(
+        _ url: ImageURL, _ record: CacheRecord, offset: Int, count: Int,
+        reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void
+    ) {
         guard let slice = tiers.readFromDisk(record, of: url, offset: offset, count: count) else {
             return read(url, offset: offset, count: count, reply: reply)
         }
@@ -88,8 +94,9 @@ extension ImageRepository {
         let renewal = freshness.renewal(of: fallback, url: download.url, by: head, validatedAt: now())
         state.withLock { $0.counters.notModified += 1 }
         tiers.renew(key, fallback: fallback, renewal)
-        logger.info("revalidated: 304 Not Modified, fresh until \(renewal.expiresAt)",
-                    metadata: ["url": "\(download.url)"])
+        logger.info(
+            "revalidated: 304 Not Modified, fresh until \(renewal.expiresAt)",
+            metadata: ["url": "\(download.url)"])
         endFlight(key, download)
     }
 }

@@ -7,10 +7,11 @@ extension ImageRepository {
     /// wants it any more and less than half of it has arrived (``Download/cancelIfAbandoned(openHandles:)``).
     public func readerGaveUp(_ url: ImageURL, openHandles: Int) {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
-              download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { abandoned.mark(url.cacheKey) })
+            download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { abandoned.mark(url.cacheKey) })
         else { return }
-        logger.info("transfer cancelled: nobody wants it any more and less than half had arrived",
-                    metadata: ["url": "\(url)"])
+        logger.info(
+            "transfer cancelled: nobody wants it any more and less than half had arrived",
+            metadata: ["url": "\(url)"])
     }
 
     /// Drops `url` from both caches and forgets its failures (`rm` of the file).
@@ -43,7 +44,8 @@ extension ImageRepository {
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.failures.lastError(key)) }
         let cached = memory.peek(key).map(ImageSource.memory) ?? disk?.record(forKey: key).map(ImageSource.disk)
         let source = cached ?? flight.map { .download($0.download) }
-        return ImageReport(source: source?.tier, metadata: source?.metadata,
-                           expiresAt: source.flatMap { freshness.expiry(of: $0, url: url) }, error: error)
+        return ImageReport(
+            source: source?.tier, metadata: source?.metadata,
+            expiresAt: source.flatMap { freshness.expiry(of: $0, url: url) }, error: error)
     }
 }

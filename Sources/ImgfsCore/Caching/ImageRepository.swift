@@ -42,15 +42,19 @@ public final class ImageRepository: Sendable {
     let abandoned = AbandonedTransfers()
     let contentChanges = ContentChangeAnnouncer()
 
-    public init(fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
-                logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
-                diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")) {
+    public init(
+        fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
+        logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
+        diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")
+    ) {
         self.fetcher = configuration.policy == .cacheOnly ? configuration.sharedTier?.storeOnly ?? fetcher : fetcher
-        let writes = DiskWriteScheduler(worker: diskWriter, pacing: configuration.diskWrites, memory: memory,
-                                        logger: logger)
+        let writes = DiskWriteScheduler(
+            worker: diskWriter, pacing: configuration.diskWrites, memory: memory,
+            logger: logger)
         self.diskWrites = writes
-        self.tiers = CacheTiers(memory: memory, disk: disk, writes: writes, bodyMemory: configuration.bodyMemory,
-                                logger: logger)
+        self.tiers = CacheTiers(
+            memory: memory, disk: disk, writes: writes, bodyMemory: configuration.bodyMemory,
+            logger: logger)
         self.configuration = configuration
         self.logger = logger
         self.now = now
@@ -67,8 +71,10 @@ public final class ImageRepository: Sendable {
     /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
     /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
     /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller.
-    public func prepare(_ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
-                        whenKnown: Download.MetadataReply? = nil) -> Result<ImageMetadata?, FetchError> {
+    public func prepare(
+        _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
+        whenKnown: Download.MetadataReply? = nil
+    ) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
@@ -88,24 +94,30 @@ public final class ImageRepository: Sendable {
 
     /// The image's metadata once known. With `refresh`, an expired copy is revalidated first (lookup and open do that;
     /// stat and read do not).
-    public func metadata(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
-                         reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void) {
+    public func metadata(
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+        reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void
+    ) {
         metadataAndBody(url, refresh: refresh, interest: interest) { reply($0.map(\.metadata)) }
     }
 
     /// ``metadata(_:refresh:interest:reply:)``, with the whole body when the source that answered has all of it in
     /// memory (the memory cache, or a transfer whose bytes have all arrived): the bytes match the metadata, since both
     /// come from the same source.
-    public func metadataAndBody(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
-                                reply: @escaping ImageSource.FoundReply) {
+    public func metadataAndBody(
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+        reply: @escaping ImageSource.FoundReply
+    ) {
         resolve(url, refresh: refresh, interest: interest) { result in
             ImageSource.answer(result, interest: interest, reply: reply)
         }
     }
 
     /// Bytes `offset ..< offset + count` (fewer at the end), as soon as they are available.
-    public func read(_ url: ImageURL, offset: Int, count: Int, interest: Interest? = nil,
-                     reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void) {
+    public func read(
+        _ url: ImageURL, offset: Int, count: Int, interest: Interest? = nil,
+        reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void
+    ) {
         resolve(url, refresh: false, interest: interest) { [self] result in
             switch result {
             case .failure(let error):
@@ -145,8 +157,10 @@ public final class ImageRepository: Sendable {
     }
 
     /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
-    func resolveNow(_ url: ImageURL, refresh: Bool, interest: Interest? = nil,
-                    priority: FetchPriority = .waited) -> Resolution {
+    func resolveNow(
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+        priority: FetchPriority = .waited
+    ) -> Resolution {
         diskWrites.noteRequest()
         let priority = max(priority, url.requestedPriority), key = url.cacheKey
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
@@ -192,15 +206,18 @@ public final class ImageRepository: Sendable {
     func refused(_ key: String, _ url: ImageURL, _ refusal: String) -> FetchError {
         let error = FetchError.refused(refusal)
         if state.withLock({ $0.failures.setLastError(error, forKey: key) }) {
-            logger.warning("refused: \(refusal); neither fetched nor served from the cache",
-                           metadata: ["url": "\(url)"])
+            logger.warning(
+                "refused: \(refusal); neither fetched nor served from the cache",
+                metadata: ["url": "\(url)"])
         }
         return error
     }
 
     /// A cached copy exists: serve it, or revalidate (or reload) it.
-    private func _decide(_ url: ImageURL, cached: ImageSource, refresh: Bool, failure: FetchError?, interest: Interest?,
-                         _ state: inout RepositoryState) -> Step {
+    private func _decide(
+        _ url: ImageURL, cached: ImageSource, refresh: Bool, failure: FetchError?, interest: Interest?,
+        _ state: inout RepositoryState
+    ) -> Step {
         let key = url.cacheKey
         let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
         let fresh = !refresh || configuration.policy == .cacheOnly || freshness.isFresh(cached, of: url, now: now())
@@ -209,8 +226,9 @@ public final class ImageRepository: Sendable {
         }
         if !reload, let failure {
             state.counters.staleServed += 1
-            logger.debug("serving an expired copy: the last attempt failed (\(failure))",
-                          metadata: ["url": "\(url.withoutFragment)"])
+            logger.debug(
+                "serving an expired copy: the last attempt failed (\(failure))",
+                metadata: ["url": "\(url.withoutFragment)"])
             return .answer(.ready(.success(cached)))
         }
         if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
@@ -219,11 +237,14 @@ public final class ImageRepository: Sendable {
         return _start(url, &state, request: request, fallback: cached)
     }
 
-    private func _start(_ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
-                        fallback: ImageSource?) -> Step {
+    private func _start(
+        _ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
+        fallback: ImageSource?
+    ) -> Step {
         var request = request
         if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
-        let download = Download(url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
+        let download = Download(
+            url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
         state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

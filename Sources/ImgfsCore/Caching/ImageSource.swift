@@ -15,7 +15,8 @@ public enum ImageSource: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.download(let download)):
-            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) }) }
+            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) })
+            }
         case .success(.memory(let image)):
             reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
         case .success(let source):

@@ -3,10 +3,10 @@ import Foundation
 /// Failures remembered per URL key: recent ones answer later requests without a transfer (the failed-URL blacklist of
 /// the image loaders), and the last one of each URL is kept for its error attribute until a fetch succeeds.
 ///
-/// Guarantees: a failure is answered again only within its memory (``FailureMemory``: permanent for
-/// 404, 410 and unresolvable hosts, transient for the rest), after which it is forgotten; a cancelled transfer is
-/// remembered neither way (nobody's fault), nor is one ended by a shutdown; at most 10,000 last errors are kept. Not thread-safe by itself: it lives
-/// in the repository's locked state.
+/// Guarantees: a failure is answered again only within its memory (``FailureMemory``: permanent for 404, 410 and
+/// unresolvable hosts, transient for the rest), after which it is forgotten; a cancelled transfer is remembered neither
+/// way (nobody's fault), nor is one ended by a shutdown; at most 10,000 last errors are kept. Not thread-safe by
+/// itself: it lives in the repository's locked state.
 struct RememberedFailures {
     private var recent: [String: (error: FetchError, at: Date)] = [:]
     private var last: [String: FetchError] = [:]

@@ -34,4 +34,3 @@ public struct RepositoryStatistics: Codable, Equatable, Sendable {
     /// The shared tier's counters, when the mount uses one (`--shared-cache`).
     public var sharedTier: SharedTierCounters? = nil
 }
-

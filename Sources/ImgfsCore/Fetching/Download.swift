@@ -191,7 +191,8 @@ public final class Download: TransferObserving, Sendable {
             transferDidComplete(error: .tooLarge(size: length, limit: limits.maxSize))
             return false
         }
-        let (headWaiters, metadataWaiters, metadata) = state.withLock { state -> ([@Sendable (Result<ResponseHead, FetchError>) -> Void], [MetadataReply], ImageMetadata?) in
+        let (headWaiters, metadataWaiters, metadata) = state.withLock {
+            state -> ([@Sendable (Result<ResponseHead, FetchError>) -> Void], [MetadataReply], ImageMetadata?) in
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
@@ -259,7 +260,8 @@ public final class Download: TransferObserving, Sendable {
             return false
         }
         buffer.append(bytes)
-        let (ready, metadataWaiters, metadata, rejection) = state.withLock { state -> ([(RangeWaiter, ImageSlice)], [MetadataReply], ImageMetadata?, FetchError?) in
+        let (ready, metadataWaiters, metadata, rejection) = state.withLock {
+            state -> ([(RangeWaiter, ImageSlice)], [MetadataReply], ImageMetadata?, FetchError?) in
             state.received = buffer.count
             var justVerified = false
             if !state.verified && state.received >= ImageSignature.bytesNeeded {
@@ -267,7 +269,9 @@ public final class Download: TransferObserving, Sendable {
                 state.verified = true
                 justVerified = true
             }
-            guard justVerified, let metadata = Self.metadata(of: state) else { return (Self.takeSatisfiedWaiters(&state), [], nil, nil) }
+            guard justVerified, let metadata = Self.metadata(of: state) else {
+                return (Self.takeSatisfiedWaiters(&state), [], nil, nil)
+            }
             defer {
                 state.metadataWaiters.removeAll()
                 state.metadataInterests.removeAll()
@@ -291,9 +295,15 @@ public final class Download: TransferObserving, Sendable {
             }
         }
         guard !ended else { return }
-        let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock { state -> ([MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void], [@Sendable (Result<ResponseHead, FetchError>) -> Void], Result<ImageMetadata, FetchError>) in
+        let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock {
+            state -> (
+                [MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void],
+                [@Sendable (Result<ResponseHead, FetchError>) -> Void], Result<ImageMetadata, FetchError>
+            ) in
             var failure = error
-            if failure == nil, state.head?.isNotModified == false, let expected = state.head?.contentLength, expected != state.received {
+            if failure == nil, state.head?.isNotModified == false, let expected = state.head?.contentLength,
+                expected != state.received
+            {
                 failure = .truncated(expected: expected, received: state.received)
             }
             if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
@@ -318,8 +328,12 @@ public final class Download: TransferObserving, Sendable {
                 state.finishHandlers.removeAll()
                 state.headWaiters.removeAll()
             }
-            let outcome: Result<ImageMetadata, FetchError> = failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
-            return (state.metadataWaiters, state.rangeWaiters, state.finishHandlers, failure == nil ? [] : state.headWaiters, outcome)
+            let outcome: Result<ImageMetadata, FetchError> =
+                failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
+            return (
+                state.metadataWaiters, state.rangeWaiters, state.finishHandlers,
+                failure == nil ? [] : state.headWaiters, outcome
+            )
         }
         // Finish handlers (the caches' bookkeeping and its log lines) run before any waiter is woken.
         finishHandlers.forEach { handler in
@@ -349,8 +363,9 @@ public final class Download: TransferObserving, Sendable {
         } else {
             return nil
         }
-        return ImageMetadata(size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
-                             fetchedAt: state.headReceivedAt)
+        return ImageMetadata(
+            size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
+            fetchedAt: state.headReceivedAt)
     }
 
     /// Why the body is not served as an image, judged on its first bytes; nil when it starts like one.

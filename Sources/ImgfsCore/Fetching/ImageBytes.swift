@@ -55,7 +55,9 @@ public final class ImageBytes: Sendable {
     /// ``FileBackedMemory``; nil otherwise. The descriptor stays open while this object lives.
     public func completeDescriptor(size: Int) -> Int32? {
         storage.withLock { state in
-            guard let file = state.file, state.count == size, state.mappedSegments == state.segments.count else { return nil }
+            guard let file = state.file, state.count == size, state.mappedSegments == state.segments.count else {
+                return nil
+            }
             if !state.finished {
                 state.finished = true
                 state.descriptor = file.finish(count: size)
@@ -71,7 +73,8 @@ public final class ImageBytes: Sendable {
     public func append(_ bytes: UnsafeRawBufferPointer) {
         var remaining = bytes[...]
         while !remaining.isEmpty {
-            let (target, used, file, offset) = storage.withLock { state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?, Int) in
+            let (target, used, file, offset) = storage.withLock {
+                state -> (UnsafeMutableRawBufferPointer, Int, (any FileBackedMemory)?, Int) in
                 // Mapped segments are filled in order and all bytes before the last one's are in full ones, so a byte's
                 // offset in the file is its offset in the image.
                 let lastIsMapped = state.segments.count == state.mappedSegments
@@ -80,12 +83,14 @@ public final class ImageBytes: Sendable {
                         return (last, state.lastUsed, lastIsMapped ? state.file : nil, state.count)
                     }
                     // A finished file's last part ends at the image's end: readers take segments as full.
-                    state.segments[state.segments.count - 1] = UnsafeMutableRawBufferPointer(rebasing: last[..<state.lastUsed])
+                    state.segments[state.segments.count - 1] = UnsafeMutableRawBufferPointer(
+                        rebasing: last[..<state.lastUsed])
                 }
                 let size = min(Self.maximumSegment, max(Self.minimumSegment, state.count, remaining.count))
                 let segment: UnsafeMutableRawBufferPointer
                 if let file = state.file, !state.finished, state.mappedSegments == state.segments.count,
-                   let mapped = file.grow(by: size) {
+                    let mapped = file.grow(by: size)
+                {
                     segment = mapped
                     state.mappedSegments += 1
                 } else {
@@ -109,7 +114,9 @@ public final class ImageBytes: Sendable {
     }
 
     /// Calls `body` with the buffers that hold bytes `offset ..< offset + count` (clamped to what has arrived).
-    public func withSegments<Result>(offset: Int, count: Int, _ body: ([UnsafeRawBufferPointer]) throws -> Result) rethrows -> Result {
+    public func withSegments<Result>(
+        offset: Int, count: Int, _ body: ([UnsafeRawBufferPointer]) throws -> Result
+    ) rethrows -> Result {
         let pieces = storage.withLock { state -> [UnsafeRawBufferPointer] in
             var pieces: [UnsafeRawBufferPointer] = []
             var start = 0

@@ -11,8 +11,10 @@ public struct ImageMetadata: Equatable, Sendable {
     /// When the response header arrived.
     public var fetchedAt: Date
 
-    public init(size: Int, contentType: String? = nil, etag: String? = nil, lastModified: Date? = nil,
-                fetchedAt: Date = Date()) {
+    public init(
+        size: Int, contentType: String? = nil, etag: String? = nil, lastModified: Date? = nil,
+        fetchedAt: Date = Date()
+    ) {
         self.size = size
         self.fetchedAt = fetchedAt
         self.contentType = contentType

@@ -27,8 +27,10 @@ public struct ResponseHead: Equatable, Sendable {
     /// with a cached image so that `--deny-private-networks` applies to it after a remount.
     public var remoteAddress: String?
 
-    public init(status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
-                lastModified: Date? = nil) {
+    public init(
+        status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
+        lastModified: Date? = nil
+    ) {
         self.status = status
         self.contentLength = contentLength
         self.contentType = contentType
@@ -150,8 +152,8 @@ public enum HTTPDate {
         }
         let monthName = String(decoding: bytes[8..<11], as: UTF8.self)
         guard let day = number(5, 2), let month = months.firstIndex(of: monthName), let year = number(12, 4),
-              let hour = number(17, 2), let minute = number(20, 2), let second = number(23, 2),
-              (1...31).contains(day), hour < 24, minute < 60, second < 61
+            let hour = number(17, 2), let minute = number(20, 2), let second = number(23, 2),
+            (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         let days = daysFromCivil(year: year, month: month + 1, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86400 + hour * 3600 + minute * 60 + second))

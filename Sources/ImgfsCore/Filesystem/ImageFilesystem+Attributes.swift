@@ -7,9 +7,10 @@ extension ImageFilesystem {
     public func extendedAttributes(_ inode: UInt64) -> Result<[(name: String, value: String)], FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
         if case .thumbnail(.image(let size, let url)) = node {
-            return .success(variantAttributes(size, url).compactMap { name, value in
-                value.map { (Self.attributePrefix + name, $0) }
-            })
+            return .success(
+                variantAttributes(size, url).compactMap { name, value in
+                    value.map { (Self.attributePrefix + name, $0) }
+                })
         }
         guard case .image(let url) = node else { return .success(node == .lists ? listsAttributes() : []) }
         let report = repository.report(url)
@@ -22,7 +23,7 @@ extension ImageFilesystem {
             ("fetched_at", report.metadata.map { iso.string(from: $0.fetchedAt) }),
             ("expires_at", report.expiresAt.map { iso.string(from: $0) }),
             ("etag", report.metadata?.etag),
-            ("error", report.error.map { "\($0) from \(url.withoutFragment)" }),
+            ("error", report.error.map { "\($0) from \(url.withoutFragment)" })
         ]
         attributes = attributes.filter { $0.1 != nil }
         return .success(attributes.map { (Self.attributePrefix + $0.0, $0.1!) })
@@ -30,9 +31,9 @@ extension ImageFilesystem {
 
     /// One attribute's value, or ``FilesystemError/noAttribute``.
     public func extendedAttribute(_ inode: UInt64, name: String) -> Result<[UInt8], FilesystemError> {
-        // `ls -l` asks every file for security.selinux and system.posix_acl_access. EOPNOTSUPP for those namespaces makes
-        // it stop asking for the rest of the mount; other names are answered without building the report (both together
-        // took `ls -l` of 2,000 cached images from 0.4 s to the speed of tmpfs).
+        // `ls -l` asks every file for security.selinux and system.posix_acl_access. EOPNOTSUPP for those namespaces
+        // makes it stop asking for the rest of the mount; other names are answered without building the report (both
+        // together took `ls -l` of 2,000 cached images from 0.4 s to the speed of tmpfs).
         guard let node = inodes.node(inode) else { return .failure(.stale) }
         if name.hasPrefix("security.") || name.hasPrefix("system.") { return .failure(.attributesNotSupported) }
         guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }

@@ -7,40 +7,52 @@ extension ImageFilesystem {
     /// handle.
     public func openDirectory(_ inode: UInt64) -> Result<UInt64, FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
-        let leading = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
-                       DirectoryEntry(name: "..", inode: InodeTable.rootInode, kind: .directory)]
+        let leading = [
+            DirectoryEntry(name: ".", inode: inode, kind: .directory),
+            DirectoryEntry(name: "..", inode: InodeTable.rootInode, kind: .directory)
+        ]
         let listing: DirectoryListing
         switch node {
         case .root:
-            listing = .entries(leading + [
-                DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
-                DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory),
-            ] + thumbnailRootEntry() + browseDirectories)
+            listing = .entries(
+                leading + [
+                    DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
+                    DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory)
+                ] + thumbnailRootEntry() + browseDirectories)
         case .control:
-            listing = .entries(leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) })
+            listing = .entries(
+                leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) }
+            )
         case .images:
             listing = .images(leading: leading, keys: repository.tiers.keys())
         case .chunkRoot, .chunkPrefix:
             listing = .entries(leading)
         case .thumbnail(let thumbnails):
-            guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else { return .failure(.notADirectory) }
+            guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else {
+                return .failure(.notADirectory)
+            }
             listing = thumbnails
         case .lists, .list, .hosts, .host:
             listing = listingInLists(node, leading: leading)
         case .image, .generated:
             return .failure(.notADirectory)
         }
-        return .success(listings.withLock { listings in
-            defer { listings.next += 1 }
-            listings.open[listings.next] = listing
-            return listings.next
-        })
+        return .success(
+            listings.withLock { listings in
+                defer { listings.next += 1 }
+                listings.open[listings.next] = listing
+                return listings.next
+            })
     }
 
     /// Up to `limit` entries of an open listing from position `offset` on, each with the position after it (what the
     /// kernel passes back to continue).
-    public func readDirectory(_ handle: UInt64, from offset: Int, limit: Int = 256) -> [(entry: DirectoryEntry, next: Int)] {
-        guard let listing = listings.withLock({ $0.open[handle] }), offset < listing.count, offset >= 0 else { return [] }
+    public func readDirectory(
+        _ handle: UInt64, from offset: Int, limit: Int = 256
+    ) -> [(entry: DirectoryEntry, next: Int)] {
+        guard let listing = listings.withLock({ $0.open[handle] }), offset < listing.count, offset >= 0 else {
+            return []
+        }
         switch listing {
         case .entries(let entries):
             return (offset..<min(entries.count, offset + limit)).map { (entries[$0], $0 + 1) }
@@ -51,7 +63,8 @@ extension ImageFilesystem {
                 // An entry evicted since the snapshot is skipped; positions stay those of the snapshot.
                 guard let url = repository.tiers.url(forKey: keys[index]) else { continue }
                 let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(keys[index])
-                page.append((DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
+                page.append(
+                    (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
             }
             return page
         }
@@ -66,8 +79,10 @@ extension ImageFilesystem {
     func content(of file: GeneratedFile) -> [UInt8] {
         switch file {
         case .statistics: statisticsJSON()
-        case .metrics: Array((PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime))
-                              + browseMetrics()).utf8)
+        case .metrics:
+            Array(
+                (PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime))
+                    + browseMetrics()).utf8)
         }
     }
 
@@ -82,10 +97,11 @@ extension ImageFilesystem {
             let lists: [ReadAhead.Named]?
             let hosts: [HostDirectories.Named]?
         }
-        let document = Document(pid: ProcessInfo.processInfo.processIdentifier,
-                                uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
-                                placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
-                                lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics())
+        let document = Document(
+            pid: ProcessInfo.processInfo.processIdentifier,
+            uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
+            placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
+            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

@@ -9,8 +9,10 @@ extension ImageFilesystem {
     /// The entries of `lists/` and `hosts/` in the root, when the mount has them.
     var browseDirectories: [DirectoryEntry] {
         guard lists != nil else { return [] }
-        return [DirectoryEntry(name: Self.listsDirectory, inode: InodeTable.listsInode, kind: .directory),
-                DirectoryEntry(name: Self.hostsDirectory, inode: InodeTable.hostsInode, kind: .directory)]
+        return [
+            DirectoryEntry(name: Self.listsDirectory, inode: InodeTable.listsInode, kind: .directory),
+            DirectoryEntry(name: Self.hostsDirectory, inode: InodeTable.hostsInode, kind: .directory)
+        ]
     }
 
     /// `user.imgfs.list_store` on `lists/`: the directory `imgfs list` writes lists to.
@@ -28,15 +30,19 @@ extension ImageFilesystem {
         var lines: [String] = []
         for named in lists.readAhead.counters() {
             let c = named.counters, l = "list=\"\(label(named.name))\""
-            lines += ["imgfs_list_opens_total{\(l)} \(c.opens)", "imgfs_list_hits_total{\(l)} \(c.hits)",
-                      "imgfs_list_misses_total{\(l)} \(c.misses)", "imgfs_list_bytes_total{\(l)} \(c.bytes)",
-                      "imgfs_list_read_ahead_used_total{\(l)} \(c.used)",
-                      "imgfs_list_read_ahead_wasted_total{\(l)} \(c.wasted)"]
+            lines += [
+                "imgfs_list_opens_total{\(l)} \(c.opens)", "imgfs_list_hits_total{\(l)} \(c.hits)",
+                "imgfs_list_misses_total{\(l)} \(c.misses)", "imgfs_list_bytes_total{\(l)} \(c.bytes)",
+                "imgfs_list_read_ahead_used_total{\(l)} \(c.used)",
+                "imgfs_list_read_ahead_wasted_total{\(l)} \(c.wasted)"
+            ]
         }
         for named in lists.hosts.statistics() {
             let c = named.counters, l = "host=\"\(label(named.host))\""
-            lines += ["imgfs_host_opens_total{\(l)} \(c.opens)", "imgfs_host_hits_total{\(l)} \(c.hits)",
-                      "imgfs_host_misses_total{\(l)} \(c.misses)", "imgfs_host_bytes_total{\(l)} \(c.bytes)"]
+            lines += [
+                "imgfs_host_opens_total{\(l)} \(c.opens)", "imgfs_host_hits_total{\(l)} \(c.hits)",
+                "imgfs_host_misses_total{\(l)} \(c.misses)", "imgfs_host_bytes_total{\(l)} \(c.bytes)"
+            ]
         }
         return lines.map { $0 + "\n" }.joined()
     }
@@ -50,11 +56,12 @@ extension ImageFilesystem {
         switch directory {
         case .lists, .list, .hosts, .host:
             return { result in
-                reply(result.map { entry in
-                    var entry = entry
-                    entry.entryTimeout = min(entry.entryTimeout, Self.browseEntryTimeout)
-                    return entry
-                })
+                reply(
+                    result.map { entry in
+                        var entry = entry
+                        entry.entryTimeout = min(entry.entryTimeout, Self.browseEntryTimeout)
+                        return entry
+                    })
             }
         default:
             return reply
@@ -97,28 +104,36 @@ extension ImageFilesystem {
         guard let lists else { return .entries(leading) }
         switch directory {
         case .lists:
-            return .entries(leading + lists.store.names().map { name in
-                let inode = inodes.existingInode(.list(name)) ?? Self.nameInode(name)
-                return DirectoryEntry(name: name, inode: inode, kind: .directory)
-            })
+            return .entries(
+                leading
+                    + lists.store.names().map { name in
+                        let inode = inodes.existingInode(.list(name)) ?? Self.nameInode(name)
+                        return DirectoryEntry(name: name, inode: inode, kind: .directory)
+                    })
         case .list(let name):
             // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
             let entries = lists.store.list(name, recheck: true)?.entries ?? []
-            return .entries(leading + entries.map { entry in
-                DirectoryEntry(name: entry.name, inode: Self.nameInode(entry.name), kind: .file)
-            })
+            return .entries(
+                leading
+                    + entries.map { entry in
+                        DirectoryEntry(name: entry.name, inode: Self.nameInode(entry.name), kind: .file)
+                    })
         case .hosts:
-            return .entries(leading + lists.hosts.hosts(rebuild: true).keys.sorted().map { host in
-                let inode = inodes.existingInode(.host(host)) ?? Self.nameInode(host)
-                return DirectoryEntry(name: host, inode: inode, kind: .directory)
-            })
+            return .entries(
+                leading
+                    + lists.hosts.hosts(rebuild: true).keys.sorted().map { host in
+                        let inode = inodes.existingInode(.host(host)) ?? Self.nameInode(host)
+                        return DirectoryEntry(name: host, inode: inode, kind: .directory)
+                    })
         case .host(let host):
             let images = lists.hosts.hosts(rebuild: true)[host] ?? [:]
-            return .entries(leading + images.keys.sorted().map { name in
-                let url = images[name]!
-                let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(url.cacheKey)
-                return DirectoryEntry(name: name, inode: inode, kind: .file)
-            })
+            return .entries(
+                leading
+                    + images.keys.sorted().map { name in
+                        let url = images[name]!
+                        let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(url.cacheKey)
+                        return DirectoryEntry(name: name, inode: inode, kind: .file)
+                    })
         default:
             return .entries(leading)
         }

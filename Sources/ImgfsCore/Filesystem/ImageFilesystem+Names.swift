@@ -15,11 +15,15 @@ extension ImageFilesystem {
                 if lists != nil && name == Array(Self.hostsDirectory.utf8) { return .success(.hosts) }
                 return .failure(.notFound)
             case .control:
-                guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else { return .failure(.notFound) }
+                guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else {
+                    return .failure(.notFound)
+                }
                 return .success(.generated(file))
             case .images:
                 if name == Array(ImagePath.chunkDirectory.utf8) { return .success(.chunkRoot) }
-                if ImagePath.isDigestName(name) { return .success(.image(try resolveDigest(String(decoding: name, as: UTF8.self)))) }
+                if ImagePath.isDigestName(name) {
+                    return .success(.image(try resolveDigest(String(decoding: name, as: UTF8.self))))
+                }
                 return .success(.image(try ImageURL(NameCodec.decode(name))))
             case .chunkRoot:
                 return try resolveChunk(name, after: "")
@@ -33,7 +37,8 @@ extension ImageFilesystem {
                 return .failure(.notADirectory)
             }
         } catch {
-            logger.info("rejected name: \(error)", metadata: ["name": "\(String(decoding: name.prefix(300), as: UTF8.self))"])
+            logger.info(
+                "rejected name: \(error)", metadata: ["name": "\(String(decoding: name.prefix(300), as: UTF8.self))"])
             return .failure(FilesystemError(error))
         }
     }
@@ -47,7 +52,8 @@ extension ImageFilesystem {
         throw .unknownDigest
     }
 
-    private func resolveChunk(_ name: [UInt8], after prefix: String) throws(NameError) -> Result<Node, FilesystemError> {
+    private func resolveChunk(_ name: [UInt8], after prefix: String) throws(NameError) -> Result<Node, FilesystemError>
+    {
         let text = prefix + String(decoding: name, as: UTF8.self)
         guard text.utf8.count <= 3 * ImageURL.maximumLength else { throw .tooLong(text.utf8.count / 3) }
         if ImagePath.isContinuation(name) { return .success(.chunkPrefix(String(text.dropLast()))) }

@@ -7,15 +7,18 @@ extension ImageFilesystem {
     /// the kernel (the URL may work on the next try).
     func placeholderEntry(_ inode: UInt64) -> Entry? {
         guard let placeholder else { return nil }
-        let attributes = Attributes(inode: inode, kind: .file, size: placeholder.bytes.count, permissions: 0o444,
-                                    modified: startTime, linkCount: 1)
+        let attributes = Attributes(
+            inode: inode, kind: .file, size: placeholder.bytes.count, permissions: 0o444,
+            modified: startTime, linkCount: 1)
         return Entry(attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
     }
 
     /// `result`, or the placeholder's entry when it failed and a placeholder is served.
     /// (`inode` is asked for only then: a failed lookup without a placeholder allocates no inode.)
-    func orPlaceholder(_ inode: @autoclosure () -> UInt64,
-                       _ result: Result<Entry, FilesystemError>) -> Result<Entry, FilesystemError> {
+    func orPlaceholder(
+        _ inode: @autoclosure () -> UInt64,
+        _ result: Result<Entry, FilesystemError>
+    ) -> Result<Entry, FilesystemError> {
         guard case .failure = result, placeholder != nil, let entry = placeholderEntry(inode()) else { return result }
         return .success(entry)
     }

@@ -94,15 +94,21 @@ extension ImageFilesystem {
         guard let variants else { return nil }
         switch node {
         case .root:
-            return .entries(leading + variants.configuration.sizes.map { size in
-                let inode = inodes.existingInode(.thumbnail(.size(size))) ?? Self.pseudoInode(String(size, radix: 16))
-                return DirectoryEntry(name: String(size), inode: inode, kind: .directory)
-            })
+            return .entries(
+                leading
+                    + variants.configuration.sizes.map { size in
+                        let inode =
+                            inodes.existingInode(.thumbnail(.size(size))) ?? Self.pseudoInode(String(size, radix: 16))
+                        return DirectoryEntry(name: String(size), inode: inode, kind: .directory)
+                    })
         case .size(let size):
-            return .entries(leading + variants.cachedVariants(size).map { key, url in
-                let inode = inodes.existingInode(.thumbnail(.image(size: size, url: url))) ?? Self.pseudoInode(key)
-                return DirectoryEntry(name: listedName(url), inode: inode, kind: .file)
-            })
+            return .entries(
+                leading
+                    + variants.cachedVariants(size).map { key, url in
+                        let inode =
+                            inodes.existingInode(.thumbnail(.image(size: size, url: url))) ?? Self.pseudoInode(key)
+                        return DirectoryEntry(name: listedName(url), inode: inode, kind: .file)
+                    })
         case .image:
             return nil
         }
@@ -120,7 +126,7 @@ extension ImageFilesystem {
             ("content_type", report.variant?.metadata.contentType),
             ("source", report.source?.rawValue),
             ("expires_at", report.variant.map { iso.string(from: $0.expiresAt) }),
-            ("error", report.error.map { "\($0) (\(url.withoutFragment), \(size) px)" }),
+            ("error", report.error.map { "\($0) (\(url.withoutFragment), \(size) px)" })
         ]
     }
 

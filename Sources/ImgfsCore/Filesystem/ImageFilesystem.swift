@@ -69,9 +69,11 @@ public final class ImageFilesystem: Sendable {
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
     let placeholder: Placeholder?
 
-    public init(repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
-                placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,
-                lists: ListDirectories? = nil) {
+    public init(
+        repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
+        placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,
+        lists: ListDirectories? = nil
+    ) {
         self.placeholder = placeholder
         self.repository = repository
         self.registry = registry
@@ -100,8 +102,10 @@ public final class ImageFilesystem: Sendable {
 
     /// Resolves `name` in directory `parent`. With `waitForSize`, an image whose size is not known yet is answered
     /// once its response has been checked, so the kernel has its size at once instead of asking getattr for it.
-    public func lookup(parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
-                       reply: @escaping EntryReply) {
+    public func lookup(
+        parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
+        reply: @escaping EntryReply
+    ) {
         guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
         let reply = browseReply(in: directory, reply)
         switch resolve(name, in: directory) {
@@ -115,8 +119,11 @@ public final class ImageFilesystem: Sendable {
                 reply(lookupImage(url))
             }
         case .success(.generated(let file)):
-            reply(.success(Entry(attributes: generatedAttributes(file.inode, size: content(of: file).count),
-                                 entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
+            reply(
+                .success(
+                    Entry(
+                        attributes: generatedAttributes(file.inode, size: content(of: file).count),
+                        entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
             reply(.success(lookupVariant(size, url)))
         case .success(let node):
@@ -156,8 +163,11 @@ public final class ImageFilesystem: Sendable {
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
             }
         case .generated(let file):
-            reply(.success(Entry(attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
-                                 attributeTimeout: 0)))
+            reply(
+                .success(
+                    Entry(
+                        attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
+                        attributeTimeout: 0)))
         case .thumbnail(.image(let size, let url)):
             variantAttributes(inode, size, url, reply: reply)
         default:
@@ -179,11 +189,13 @@ public final class ImageFilesystem: Sendable {
                 case .failure(let error):
                     if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
                 }
-                reply(result.map { found in
-                    let size = found.metadata.size
-                    return OpenFile(handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
-                                    kernelReadable: size > Self.preloadLimit ? KernelReadableBody(found.body, size: size) : nil)
-                }.mapError { $0.filesystemError })
+                reply(
+                    result.map { found in
+                        let size = found.metadata.size
+                        return OpenFile(
+                            handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
+                            kernelReadable: size > Self.preloadLimit ? KernelReadableBody(found.body, size: size) : nil)
+                    }.mapError { $0.filesystemError })
             }
         case .generated(let file):
             let snapshot = ImageBytes(copying: content(of: file))
@@ -201,8 +213,10 @@ public final class ImageFilesystem: Sendable {
     }
 
     /// Bytes `offset ..< offset + count` of the file, as soon as they have arrived.
-    public func read(_ inode: UInt64, handle: UInt64, offset: Int, count: Int, interest: Interest? = nil,
-                     reply: @escaping ReadReply) {
+    public func read(
+        _ inode: UInt64, handle: UInt64, offset: Int, count: Int, interest: Interest? = nil,
+        reply: @escaping ReadReply
+    ) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image where handle != 0, .generated:
@@ -227,7 +241,9 @@ public final class ImageFilesystem: Sendable {
 
     /// A lookup of `name` in `parent` was interrupted while it waited: like ``interrupted(_:)`` for its image.
     public func lookupInterrupted(parent: UInt64, name: [UInt8]) {
-        guard let directory = inodes.node(parent), case .success(.image(let url)) = resolve(name, in: directory) else { return }
+        guard let directory = inodes.node(parent), case .success(.image(let url)) = resolve(name, in: directory) else {
+            return
+        }
         let inode = inodes.existingInode(.image(url))
         repository.readerGaveUp(url, openHandles: inode.map { inode in openHandles.withLock { $0[inode] ?? 0 } } ?? 0)
     }
@@ -290,22 +306,27 @@ public final class ImageFilesystem: Sendable {
     }
 
     func unknownSizeEntry(_ inode: UInt64) -> Entry {
-        let unknown = Attributes(inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
+        let unknown = Attributes(
+            inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
         return Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
     }
 
     func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
-        let attributes = Attributes(inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
-                                    modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
-        return Entry(attributes: attributes, entryTimeout: configuration.entryTimeout,
-                     attributeTimeout: configuration.attributeTimeout)
+        let attributes = Attributes(
+            inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
+            modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+        return Entry(
+            attributes: attributes, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
     }
 
     func directoryEntry(_ inode: UInt64) -> Entry {
-        let attributes = Attributes(inode: inode, kind: .directory, size: 0, permissions: 0o555, modified: startTime,
-                                    linkCount: 2)
-        return Entry(attributes: attributes, entryTimeout: configuration.entryTimeout,
-                     attributeTimeout: configuration.attributeTimeout)
+        let attributes = Attributes(
+            inode: inode, kind: .directory, size: 0, permissions: 0o555, modified: startTime,
+            linkCount: 2)
+        return Entry(
+            attributes: attributes, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
     }
 
     func generatedAttributes(_ inode: UInt64, size: Int) -> Attributes {

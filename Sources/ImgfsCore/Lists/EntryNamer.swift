@@ -11,8 +11,10 @@ public enum EntryNamer {
     static let maximumStem = 120
 
     /// The name of entry `index` (0-based) of a list of `count` entries.
-    public static func name(index: Int, count: Int, url: ImageURL, given: String? = nil,
-                            knownExtension: String? = nil) -> String {
+    public static func name(
+        index: Int, count: Int, url: ImageURL, given: String? = nil,
+        knownExtension: String? = nil
+    ) -> String {
         let width = max(5, String(count).count)
         let number = String(index + 1)
         let padded = String(repeating: "0", count: max(0, width - number.count)) + number
@@ -50,7 +52,8 @@ public enum EntryNamer {
         var result = ""
         var pendingDash = false
         for scalar in text.unicodeScalars {
-            let keep = scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+            let keep =
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
                 || "-_.".unicodeScalars.contains(scalar)
             if keep && scalar != "-" {
                 if pendingDash && !result.isEmpty { result.unicodeScalars.append("-") }

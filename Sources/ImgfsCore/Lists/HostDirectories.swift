@@ -45,7 +45,8 @@ public final class HostDirectories: Sendable {
         let (stem, own) = EntryNamer.splitExtension(EntryNamer.lastSegment(of: url))
         let clean = EntryNamer.sanitize(stem)
         let base = (clean.isEmpty ? "" : clean + "-") + key.prefix(12)
-        let fileExtension = own ?? ImageExtension.fromPath(of: url)
+        let fileExtension =
+            own ?? ImageExtension.fromPath(of: url)
             ?? contentType.flatMap(ImageExtension.forContentType)
         return fileExtension.map { "\(base).\($0)" } ?? base
     }
@@ -59,7 +60,8 @@ public final class HostDirectories: Sendable {
         var hosts: [String: [String: ImageURL]] = [:]
         for key in tiers.keys() {
             guard let url = tiers.url(forKey: key) else { continue }
-            let type = tiers.memory.peek(key)?.metadata.contentType
+            let type =
+                tiers.memory.peek(key)?.metadata.contentType
                 ?? tiers.disk?.record(forKey: key)?.metadata.contentType
             hosts[Self.directoryName(url), default: [:]][Self.entryName(url, key: key, contentType: type)] = url
         }
@@ -83,7 +85,8 @@ public final class HostDirectories: Sendable {
         let missedAtLookup = uncached.withLock { $0.remove(url) != nil }
         let hit = !missedAtLookup && (report.source == .memory || report.source == .disk)
         counters.withLock { counters in
-            counters[Self.directoryName(url), default: Counters()].countOpen(hit: hit, bytes: report.metadata?.size ?? 0)
+            counters[Self.directoryName(url), default: Counters()].countOpen(
+                hit: hit, bytes: report.metadata?.size ?? 0)
         }
         return hit
     }

@@ -25,7 +25,8 @@ public final class ListDirectories: Sendable {
     /// The entry `name` of list `list`, remembering its position.
     func entry(_ name: String, inList list: String) -> ImageURL? {
         guard let images = store.list(list), let index = images.index(of: name),
-              let url = images.entries[index].url else { return nil }
+            let url = images.entries[index].url
+        else { return nil }
         positions.withLock { positions in
             if positions.count >= Self.positionLimit { positions.removeAll() }
             positions[url] = (list, index)
@@ -50,7 +51,8 @@ public final class ListDirectories: Sendable {
         let bytes = report.metadata?.size ?? 0
         readAheadQueue.async { [self] in
             guard let list = store.list(name), list.entries.indices.contains(index),
-                  list.entries[index].urlText == url.string else { return }
+                list.entries[index].urlText == url.string
+            else { return }
             let count = openHandles.withLock { $0 } ?? { _ in 0 }
             readAhead.opened(list, index: index, hit: hit, bytes: bytes, openHandles: count)
         }

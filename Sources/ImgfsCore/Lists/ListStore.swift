@@ -48,7 +48,8 @@ public final class ListStore: Sendable {
         guard (try? Self.validate(name)) != nil else { return nil }
         let now = Date()
         if !recheck, let cached = loaded.withLock({ $0[name] }),
-           now.timeIntervalSince(cached.checked) < Self.recheckInterval {
+            now.timeIntervalSince(cached.checked) < Self.recheckInterval
+        {
             return cached.list
         }
         let path = file(name).path
@@ -69,8 +70,9 @@ public final class ListStore: Sendable {
     /// Writes `list` whole, replacing the list of the same name.
     public func save(_ list: ImageList) throws {
         try Self.validate(list.name)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let process = ProcessInfo.processInfo.processIdentifier
         let temporary = directory.appendingPathComponent(".\(list.name).\(process).tmp")
         try Data(list.storedText.utf8).write(to: temporary)

@@ -40,8 +40,10 @@ public final class ReadAhead: Sendable {
 
     /// Entry `index` of `list` is being opened; `hit` says whether it was cached, `bytes` its size when known.
     /// `openHandles` tells how many file handles are open on an image (its transfer is then never called off).
-    public func opened(_ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0,
-                       openHandles: (ImageURL) -> Int = { _ in 0 }) {
+    public func opened(
+        _ list: ImageList, index: Int, hit: Bool = false, bytes: Int = 0,
+        openHandles: (ImageURL) -> Int = { _ in 0 }
+    ) {
         guard list.entries.indices.contains(index) else { return }
         guard let opened = list.entries[index].url else { return }
         let end = min(list.entries.count, index + 1 + depth)

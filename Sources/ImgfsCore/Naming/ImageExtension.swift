@@ -6,10 +6,12 @@ public enum ImageExtension {
         "image/png": "png", "image/apng": "png", "image/jpeg": "jpg", "image/pjpeg": "jpg", "image/gif": "gif",
         "image/webp": "webp", "image/avif": "avif", "image/heic": "heic", "image/heif": "heic", "image/bmp": "bmp",
         "image/x-ms-bmp": "bmp", "image/tiff": "tiff", "image/x-icon": "ico", "image/vnd.microsoft.icon": "ico",
-        "image/svg+xml": "svg", "image/jxl": "jxl",
+        "image/svg+xml": "svg", "image/jxl": "jxl"
     ]
-    private static let known: Set<String> = ["png", "jpg", "jpeg", "gif", "webp", "avif", "heic", "heif", "bmp", "tif",
-                                             "tiff", "ico", "svg", "jxl"]
+    private static let known: Set<String> = [
+        "png", "jpg", "jpeg", "gif", "webp", "avif", "heic", "heif", "bmp", "tif",
+        "tiff", "ico", "svg", "jxl"
+    ]
 
     /// The extension for a Content-Type (parameters ignored), or nil when it is not an image type imgfs knows.
     public static func forContentType(_ type: String) -> String? {

@@ -31,7 +31,8 @@ public enum ImagePath {
         public var relativePath: String {
             switch self {
             case .plain(let name), .digest(let name, _): "\(ImagePath.imagesDirectory)/\(name)"
-            case .chunked(let chunks): ([ImagePath.imagesDirectory, ImagePath.chunkDirectory] + chunks).joined(separator: "/")
+            case .chunked(let chunks):
+                ([ImagePath.imagesDirectory, ImagePath.chunkDirectory] + chunks).joined(separator: "/")
             }
         }
     }

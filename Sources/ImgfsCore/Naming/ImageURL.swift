@@ -28,7 +28,7 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         guard bytes.count <= Self.maximumLength else { throw .tooLong(bytes.count) }
         if let bad = bytes.first(where: { $0 < 0x20 || $0 == 0x7f }) { throw .forbiddenCharacter(bad) }
         guard let schemeEnd = bytes.firstIndex(of: UInt8(ascii: ":")), schemeEnd > 0,
-              bytes[..<schemeEnd].allSatisfy(Self.isSchemeByte)
+            bytes[..<schemeEnd].allSatisfy(Self.isSchemeByte)
         else { throw .notAURL }
         let scheme = String(decoding: bytes[..<schemeEnd], as: UTF8.self).lowercased()
         guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
@@ -105,7 +105,9 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
             || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
     }
 
-    private static func splitHostPort(_ authority: ArraySlice<UInt8>, defaultPort: Int) throws(NameError) -> (String, Int) {
+    private static func splitHostPort(
+        _ authority: ArraySlice<UInt8>, defaultPort: Int
+    ) throws(NameError) -> (String, Int) {
         var hostBytes = authority
         var portBytes: ArraySlice<UInt8>? = nil
         if authority.first == UInt8(ascii: "[") {
@@ -124,7 +126,7 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         var port = defaultPort
         if let portBytes, !portBytes.isEmpty {
             guard portBytes.count <= 5, portBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                  let value = Int(String(decoding: portBytes, as: UTF8.self)), (1...65535).contains(value)
+                let value = Int(String(decoding: portBytes, as: UTF8.self)), (1...65535).contains(value)
             else { throw .invalidPort }
             port = value
         }

@@ -13,8 +13,9 @@ public final class LongNameRegistry: Sendable {
     public init(directory: URL?) {
         self.directory = directory
         if let directory {
-            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
     }
 
@@ -36,8 +37,8 @@ public final class LongNameRegistry: Sendable {
     public func resolve(_ name: String) -> ImageURL? {
         if let url = known.withLock({ $0[name] }) { return url }
         guard let directory, let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
-              let text = String(data: data, encoding: .utf8), let url = try? ImageURL(text),
-              ImagePath.digestName(for: url) == name
+            let text = String(data: data, encoding: .utf8), let url = try? ImageURL(text),
+            ImagePath.digestName(for: url) == name
         else { return nil }
         known.withLock { $0[name] = url }
         return url

@@ -58,8 +58,10 @@ public struct CacheKeyRules: Sendable, Equatable {
             let byte = utf8[index]
             let next = utf8.index(after: index)
             if byte == UInt8(ascii: "%"), utf8.distance(from: next, to: utf8.endIndex) >= 2,
-               let value = UInt8(String(decoding: utf8[next..<utf8.index(next, offsetBy: 2)], as: UTF8.self),
-                                 radix: 16) {
+                let value = UInt8(
+                    String(decoding: utf8[next..<utf8.index(next, offsetBy: 2)], as: UTF8.self),
+                    radix: 16)
+            {
                 bytes.append(value)
                 index = utf8.index(next, offsetBy: 2)
             } else {

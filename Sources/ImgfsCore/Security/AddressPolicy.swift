@@ -114,9 +114,11 @@ public struct AddressPolicy: Hashable, Sendable {
 
     /// At most 256 characters of `text` with control characters shown as `?`, for log messages.
     private static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(256).map {
-            $0.properties.generalCategory == .control ? "?" : $0
-        }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(256).map {
+                    $0.properties.generalCategory == .control ? "?" : $0
+                }))
     }
 
     /// Why a cached copy that came from `address` must not be served: under `denyPrivateNetworks`, the address it

@@ -34,8 +34,10 @@ extension ImageSignature {
     }
 
     /// Element names that only start HTML documents or fragments, never SVG or common XML vocabularies.
-    private static let htmlElements: Set = ["html", "head", "body", "meta", "title", "div", "p", "script", "style",
-                                            "link", "br", "h1", "h2", "h3", "center", "pre", "table", "form"]
+    private static let htmlElements: Set = [
+        "html", "head", "body", "meta", "title", "div", "p", "script", "style",
+        "link", "br", "h1", "h2", "h3", "center", "pre", "table", "form"
+    ]
 
     private static func displayName(_ format: Format) -> String {
         switch format {
@@ -74,9 +76,11 @@ extension ImageSignature {
 
     /// At most 32 scalars of `text`, control characters shown as `?` (undecodable bytes are already U+FFFD).
     private static func sanitised(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(32).map {
-            $0.properties.generalCategory == .control ? "?" : $0
-        }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(32).map {
+                    $0.properties.generalCategory == .control ? "?" : $0
+                }))
     }
 
     private static func hexByte(_ byte: UInt8) -> String {

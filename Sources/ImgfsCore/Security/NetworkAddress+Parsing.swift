@@ -53,9 +53,9 @@ extension NetworkAddress {
         if let gap = firstDoubleColon(text) {
             let before = text[..<gap], after = text[(gap + 2)...]
             guard firstDoubleColon(after) == nil,
-                  let head = parseGroups(before, dottedTail: false),
-                  let tail = parseGroups(after, dottedTail: true),
-                  head.count + tail.count <= 7
+                let head = parseGroups(before, dottedTail: false),
+                let tail = parseGroups(after, dottedTail: true),
+                head.count + tail.count <= 7
             else { return nil }
             groups = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
         } else {

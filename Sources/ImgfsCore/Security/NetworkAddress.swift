@@ -35,8 +35,9 @@ public struct NetworkAddress: Hashable, Sendable, CustomStringConvertible {
     /// - Precondition: `bytes.count == 16`.
     public init(ipv6 bytes: [UInt8]) {
         precondition(bytes.count == 16, "an IPv6 address has 16 bytes, not \(bytes.count)")
-        storage = .v6(high: bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) },
-                      low: bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
+        storage = .v6(
+            high: bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) },
+            low: bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
     }
 
     /// Whether this is an IPv4 or an IPv6 address.
@@ -66,8 +67,9 @@ public struct NetworkAddress: Hashable, Sendable, CustomStringConvertible {
         case .v6(0, let low) where low >> 32 == 0xFFFF:
             return "::ffff:" + Self.dottedQuad(UInt32(truncatingIfNeeded: low))
         case .v6(let high, let low):
-            return Self.ipv6Text(groups: (0..<4).map { UInt16(truncatingIfNeeded: high >> (48 - 16 * $0)) }
-                + (0..<4).map { UInt16(truncatingIfNeeded: low >> (48 - 16 * $0)) })
+            return Self.ipv6Text(
+                groups: (0..<4).map { UInt16(truncatingIfNeeded: high >> (48 - 16 * $0)) }
+                    + (0..<4).map { UInt16(truncatingIfNeeded: low >> (48 - 16 * $0)) })
         }
     }
 

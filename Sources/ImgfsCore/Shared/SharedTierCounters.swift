@@ -24,18 +24,25 @@ public struct SharedTierCounters: Codable, Equatable, Sendable {
 
 extension SharedTierCounters {
     /// Writes the counters as Prometheus metrics through `metric(name, type, help, samples)`.
-    static func metrics(_ counters: SharedTierCounters,
-                        into metric: (String, String, String, [(labels: String, value: Int)]) -> Void) {
-        metric("shared_transfers_total", "counter", "Transfers through the shared tier by outcome.", [
-            ("{outcome=\"hit\"}", counters.hits), ("{outcome=\"followed\"}", counters.followed),
-            ("{outcome=\"lease\"}", counters.leases), ("{outcome=\"bypassed\"}", counters.bypassed),
-        ])
-        metric("shared_published_total", "counter", "Bodies published complete to the shared tier.",
-               [("", counters.published)])
-        metric("shared_rejected_total", "counter", "Shared-tier values ignored as foreign, stale or corrupt.",
-               [("", counters.rejected)])
-        metric("shared_errors_total", "counter", "Shared-store operations that failed or timed out.",
-               [("", counters.errors)])
+    static func metrics(
+        _ counters: SharedTierCounters,
+        into metric: (String, String, String, [(labels: String, value: Int)]) -> Void
+    ) {
+        metric(
+            "shared_transfers_total", "counter", "Transfers through the shared tier by outcome.",
+            [
+                ("{outcome=\"hit\"}", counters.hits), ("{outcome=\"followed\"}", counters.followed),
+                ("{outcome=\"lease\"}", counters.leases), ("{outcome=\"bypassed\"}", counters.bypassed)
+            ])
+        metric(
+            "shared_published_total", "counter", "Bodies published complete to the shared tier.",
+            [("", counters.published)])
+        metric(
+            "shared_rejected_total", "counter", "Shared-tier values ignored as foreign, stale or corrupt.",
+            [("", counters.rejected)])
+        metric(
+            "shared_errors_total", "counter", "Shared-store operations that failed or timed out.",
+            [("", counters.errors)])
         metric("shared_outages_total", "counter", "Times the shared store became unusable.", [("", counters.outages)])
         metric("shared_up", "gauge", "Whether the shared store is usable (1) or not (0).", [("", counters.up)])
     }

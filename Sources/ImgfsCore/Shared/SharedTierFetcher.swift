@@ -32,8 +32,10 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     private let leases = Locked<[String: [UInt8]]>([:])
     private let backlog = Locked(0)
 
-    public init(origin: any ImageFetching, store: any SharedStoring, configuration: SharedTierConfiguration,
-                logger: Logger, resolve: @escaping @Sendable (String) -> [NetworkAddress]? = { _ in nil }) {
+    public init(
+        origin: any ImageFetching, store: any SharedStoring, configuration: SharedTierConfiguration,
+        logger: Logger, resolve: @escaping @Sendable (String) -> [NetworkAddress]? = { _ in nil }
+    ) {
         self.origin = origin
         self.store = store
         self.configuration = configuration
@@ -59,8 +61,10 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     public var counters: SharedTierCounters { health.counters }
 
     func start(_ request: FetchRequest, observer: any TransferObserving, originAllowed: Bool) -> any TransferHandle {
-        if originAllowed && (request.isConditional || !health.isUsable
-            || configuration.addressPolicy.refusal(host: request.url.host) != nil) {
+        if originAllowed
+            && (request.isConditional || !health.isUsable
+                || configuration.addressPolicy.refusal(host: request.url.host) != nil)
+        {
             health.count { $0.bypassed += 1 }
             return origin.start(request, observer: observer)
         }

@@ -46,8 +46,10 @@ public final class SharedTierHealth: Sendable {
         try run(write: true, operation)
     }
 
-    private func run<Result>(write: Bool,
-                             _ operation: () throws(SharedStoreError) -> Result) throws(SharedStoreError) -> Result {
+    private func run<Result>(
+        write: Bool,
+        _ operation: () throws(SharedStoreError) -> Result
+    ) throws(SharedStoreError) -> Result {
         let allowed = state.withLock { state -> Bool in
             guard state.downSince != nil else { return true }
             guard now() >= state.nextProbe else { return false }

@@ -43,9 +43,11 @@ final class SharedTierPublication: Sendable {
         let now = Date()
         let decision = configuration.expiry.decide(for: head, now: now)
         guard head.status == 200, decision.store, decision.expiresAt.timeIntervalSince(now) >= 1,
-              (head.contentLength ?? 0) <= configuration.maxSize else { return abandon() }
-        let record = SharedTierRecord(url: url.resourceKey, fetch: fetch, head: head, expiresAt: decision.expiresAt,
-                                      pieceSize: configuration.pieceSize)
+            (head.contentLength ?? 0) <= configuration.maxSize
+        else { return abandon() }
+        let record = SharedTierRecord(
+            url: url.resourceKey, fetch: fetch, head: head, expiresAt: decision.expiresAt,
+            pieceSize: configuration.pieceSize)
         state.withLock { $0.record = record }
         write(keys.head(fetch), record.encoded(), until: record.expiresAt)
     }

@@ -64,7 +64,8 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
         guard let record = try? decoder.decode(SharedTierRecord.self, from: Data(bytes)), record.version == 1,
-              record.url == url, record.pieceSize > 0, !record.fetch.isEmpty else { return nil }
+            record.url == url, record.pieceSize > 0, !record.fetch.isEmpty
+        else { return nil }
         if let size = record.size, size < 0 || (record.contentLength.map { $0 != size } ?? false) { return nil }
         return record
     }
@@ -74,8 +75,9 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
 
     /// The head to hand a transfer's observer: a 200 with the stored fields, fresh for what is left of the lifetime.
     public func responseHead(now: Date) -> ResponseHead {
-        var head = ResponseHead(status: 200, contentLength: size ?? contentLength, contentType: contentType, etag: etag,
-                                lastModified: lastModified)
+        var head = ResponseHead(
+            status: 200, contentLength: size ?? contentLength, contentType: contentType, etag: etag,
+            lastModified: lastModified)
         head.cacheControl = "max-age=\(max(0, Int(expiresAt.timeIntervalSince(now))))"
         head.date = now
         return head

@@ -39,7 +39,8 @@ struct SharedTierSession: Sendable {
             guard !transfer.isFinished else { return }
             do throws(SharedStoreError) {
                 if let record = try completeRecord(ignoring: corrupt),
-                   transfer.delivered == 0 || record.fetch == following {
+                    transfer.delivered == 0 || record.fetch == following
+                {
                     following = record.fetch
                     switch try follow(record.fetch, complete: record, deadline: deadline) {
                     case .done: return tier.health.count { $0.hits += 1 }
@@ -59,8 +60,9 @@ struct SharedTierSession: Sendable {
                 }
                 let fetch = Self.newFetchID()
                 if try tier.health.runWrite({ () throws(SharedStoreError) in
-                    try tier.store.setIfAbsent(keys.lease, Array(fetch.utf8),
-                                               milliseconds: Int(configuration.leaseDuration * 1000))
+                    try tier.store.setIfAbsent(
+                        keys.lease, Array(fetch.utf8),
+                        milliseconds: Int(configuration.leaseDuration * 1000))
                 }) {
                     // The holder before may have completed the body and released the lease between the look-up
                     // above and this lease: look again, so that the fleet fetches it once.
@@ -96,7 +98,8 @@ struct SharedTierSession: Sendable {
     private func completeRecord(ignoring corrupt: String? = nil) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.meta) else { return nil }
         guard let record = SharedTierRecord.decode(value, url: request.url.resourceKey), record.size != nil,
-              record.checksum != nil else {
+            record.checksum != nil
+        else {
             tier.health.count { $0.rejected += 1 }
             return nil
         }
@@ -104,8 +107,10 @@ struct SharedTierSession: Sendable {
     }
 
     /// Streams the pieces of fetch `fetch` after those already delivered, until the body is complete and checked.
-    private func follow(_ fetch: String, complete: SharedTierRecord?,
-                        deadline: Date) throws(SharedStoreError) -> Outcome {
+    private func follow(
+        _ fetch: String, complete: SharedTierRecord?,
+        deadline: Date
+    ) throws(SharedStoreError) -> Outcome {
         var record = complete
         var pause = configuration.pollMinimum
         while !transfer.isFinished {
@@ -132,7 +137,8 @@ struct SharedTierSession: Sendable {
                 if delivered % configuration.pieceSize == 0, let value = try storeGet(keys.piece(fetch, index)) {
                     let expected = record?.size.map { min(configuration.pieceSize, $0 - delivered) }
                     guard let bytes = SharedTierPiece.decode(value, index: index), !bytes.isEmpty,
-                          expected == nil || bytes.count == expected else { return .corrupt }
+                        expected == nil || bytes.count == expected
+                    else { return .corrupt }
                     guard bytes.withUnsafeBytes({ transfer.deliver(bytes: $0) }) else { return .done }
                     pause = configuration.pollMinimum
                     continue
@@ -160,7 +166,8 @@ struct SharedTierSession: Sendable {
     private func headRecord(_ fetch: String) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.head(fetch)) else { return nil }
         guard let record = SharedTierRecord.decode(value, url: request.url.resourceKey), record.fetch == fetch,
-              record.pieceSize == configuration.pieceSize else {
+            record.pieceSize == configuration.pieceSize
+        else {
             tier.health.count { $0.rejected += 1 }
             return nil
         }

@@ -31,7 +31,8 @@ final class SharedTierTee: TransferObserving, Sendable {
 
     func transferDidReceive(head: ResponseHead) -> Bool {
         if let earlierHead {
-            let sameLength = earlierHead.contentLength == nil || head.contentLength == nil
+            let sameLength =
+                earlierHead.contentLength == nil || head.contentLength == nil
                 || earlierHead.contentLength == head.contentLength
             let sameTag = earlierHead.etag == nil || head.etag == nil || earlierHead.etag == head.etag
             guard head.status == 200, sameLength, sameTag else { return changed() }
@@ -47,8 +48,9 @@ final class SharedTierTee: TransferObserving, Sendable {
         let (repeated, matches) = state.withLock { state -> (Int, Bool) in
             let repeated = max(0, min(bytes.count, skip - state.received))
             if repeated > 0 {
-                state.prefixChecksum = DiskCacheCRC32.update(state.prefixChecksum,
-                                                             with: UnsafeRawBufferPointer(rebasing: bytes[..<repeated]))
+                state.prefixChecksum = DiskCacheCRC32.update(
+                    state.prefixChecksum,
+                    with: UnsafeRawBufferPointer(rebasing: bytes[..<repeated]))
             }
             state.received += bytes.count
             return (repeated, state.received < skip || state.prefixChecksum == expectedPrefix)

@@ -30,22 +30,26 @@ final class SharedTierTransfer: TransferHandle, Sendable {
 
     /// Hands over the head; false when the transfer is over (finished, or the observer stopped it).
     func deliver(head: ResponseHead) -> Bool {
-        guard state.withLock({ state -> Bool in
-            guard !state.finished, state.head == nil else { return false }
-            state.head = head
-            return true
-        }) else { return false }
+        guard
+            state.withLock({ state -> Bool in
+                guard !state.finished, state.head == nil else { return false }
+                state.head = head
+                return true
+            })
+        else { return false }
         return observer.transferDidReceive(head: head) || stop()
     }
 
     /// Hands over body bytes; false when the transfer is over.
     func deliver(bytes: UnsafeRawBufferPointer) -> Bool {
-        guard state.withLock({ state -> Bool in
-            guard !state.finished else { return false }
-            state.delivered += bytes.count
-            state.prefixChecksum = DiskCacheCRC32.update(state.prefixChecksum, with: bytes)
-            return true
-        }) else { return false }
+        guard
+            state.withLock({ state -> Bool in
+                guard !state.finished else { return false }
+                state.delivered += bytes.count
+                state.prefixChecksum = DiskCacheCRC32.update(state.prefixChecksum, with: bytes)
+                return true
+            })
+        else { return false }
         return observer.transferDidReceive(bytes: bytes) || stop()
     }
 

@@ -4,7 +4,7 @@
 /// 64-character lower-case digest.
 public struct SHA256: Sendable {
     private var state: [UInt32] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
     ]
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
@@ -43,7 +43,9 @@ public struct SHA256: Sendable {
         let bitLength = length &* 8
         copy.pending.append(0x80)
         while copy.pending.count % 64 != 56 { copy.pending.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { copy.pending.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            copy.pending.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
         let tail = copy.pending
         tail.withUnsafeBytes { bytes in
             for start in stride(from: 0, to: bytes.count, by: 64) {
@@ -80,13 +82,14 @@ public struct SHA256: Sendable {
         0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
         0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
         0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
     ]
 
     private mutating func compress(_ block: UnsafeRawBufferPointer) {
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
             for i in 0..<16 {
-                words[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
+                words[i] =
+                    UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
                     | UInt32(block[4 * i + 3])
             }
             for i in 16..<64 {

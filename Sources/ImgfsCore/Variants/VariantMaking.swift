@@ -7,7 +7,9 @@ import Foundation
 /// ``VariantSpecification/maximumPixels`` pixels.
 public protocol VariantMaking: Sendable {
     /// The variant of the encoded image in `original` that `specification` describes.
-    func makeVariant(of original: UnsafeRawBufferPointer, _ specification: VariantSpecification)
+    func makeVariant(
+        of original: UnsafeRawBufferPointer, _ specification: VariantSpecification
+    )
         -> Result<MadeVariant, VariantError>
 }
 

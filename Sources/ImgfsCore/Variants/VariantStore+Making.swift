@@ -35,8 +35,9 @@ extension VariantStore {
         case .failure(let error): return finish(key, .failure(.original(error)))
         case .success(let slice): bytes = slice
         }
-        let specification = VariantSpecification(longerSide: size, maximumPixels: configuration.maximumPixels,
-                                                 jpegQuality: configuration.jpegQuality)
+        let specification = VariantSpecification(
+            longerSide: size, maximumPixels: configuration.maximumPixels,
+            jpegQuality: configuration.jpegQuality)
         let started = DispatchTime.now().uptimeNanoseconds
         let made = bytes.withSegments { pieces in
             if pieces.count == 1 { return maker.makeVariant(of: pieces[0], specification) }
@@ -53,8 +54,9 @@ extension VariantStore {
         case .success(let variant):
             let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
-            logger.debug("variant made: \(made) in \(milliseconds) ms",
-                         metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            logger.debug(
+                "variant made: \(made) in \(milliseconds) ms",
+                metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
             let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
         }
@@ -77,19 +79,24 @@ extension VariantStore {
     }
 
     /// Puts a made variant into memory and (in the background, or at once when memory cannot hold it) on disk.
-    private func file(_ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
-                      validator: String) -> Variant {
+    private func file(
+        _ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
+        validator: String
+    ) -> Variant {
         let previous = cachedVariant(key, counting: false)
-        let metadata = ImageMetadata(size: made.bytes.count, contentType: made.format.contentType, etag: validator,
-                                     lastModified: original.lastModified, fetchedAt: original.fetchedAt)
-        let image = CachedImage(url: url.withoutFragment, bytes: ImageBytes(copying: made.bytes), metadata: metadata,
-                                expiresAt: repository.report(url).expiresAt ?? now())
+        let metadata = ImageMetadata(
+            size: made.bytes.count, contentType: made.format.contentType, etag: validator,
+            lastModified: original.lastModified, fetchedAt: original.fetchedAt)
+        let image = CachedImage(
+            url: url.withoutFragment, bytes: ImageBytes(copying: made.bytes), metadata: metadata,
+            expiresAt: repository.report(url).expiresAt ?? now())
         let inMemory = memory.insert(image, forKey: key)
         if let disk {
-            let record = CacheRecord(key: key, url: url.withoutFragment.string, size: metadata.size,
-                                     contentType: metadata.contentType, etag: validator,
-                                     lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
-                                     expiresAt: image.expiresAt, lastAccess: now())
+            let record = CacheRecord(
+                key: key, url: url.withoutFragment.string, size: metadata.size,
+                contentType: metadata.contentType, etag: validator,
+                lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
+                expiresAt: image.expiresAt, lastAccess: now())
             let write: @Sendable () -> Void = { [logger] in
                 do {
                     try made.bytes.withUnsafeBytes { _ = try disk.store(record, body: $0) }

@@ -76,9 +76,11 @@ public final class VariantStore: Sendable {
     let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
 
-    public init(repository: ImageRepository, maker: any VariantMaking, memory: MemoryCache, disk: (any DiskCaching)?,
-                workers: VariantWorkers, configuration: Configuration, logger: Logger,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        repository: ImageRepository, maker: any VariantMaking, memory: MemoryCache, disk: (any DiskCaching)?,
+        workers: VariantWorkers, configuration: Configuration, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.repository = repository
         self.maker = maker
         self.memory = memory
@@ -108,15 +110,18 @@ public final class VariantStore: Sendable {
     public func variant(_ size: Int, of url: ImageURL, refresh: Bool, reply: @escaping VariantReply) {
         let key = Self.key(size, url)
         if let cached = cachedVariant(key, counting: true), isCurrent(cached, size: size, url: url),
-           !refresh || now() < cached.expiresAt {
+            !refresh || now() < cached.expiresAt
+        {
             return reply(.success(cached))
         }
         make(size, url, key: key, reply: reply)
     }
 
     /// Bytes `offset ..< offset + count` of the variant (fewer at the end).
-    public func read(_ size: Int, of url: ImageURL, offset: Int, count: Int,
-                     reply: @escaping @Sendable (Result<ImageSlice, VariantError>) -> Void) {
+    public func read(
+        _ size: Int, of url: ImageURL, offset: Int, count: Int,
+        reply: @escaping @Sendable (Result<ImageSlice, VariantError>) -> Void
+    ) {
         variant(size, of: url, refresh: false) { [self] result in
             switch result {
             case .failure(let error):
@@ -150,15 +155,17 @@ public final class VariantStore: Sendable {
             guard memory.peek(key) != nil || disk?.record(forKey: key) != nil else { continue }
             memory.remove(key)
             disk?.remove(key: key)
-            logger.info("original changed; variant dropped",
-                        metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            logger.info(
+                "original changed; variant dropped",
+                metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
         }
     }
 
     /// The URLs of the cached variants of longer side `size`, sorted by key, with their keys.
     public func cachedVariants(_ size: Int) -> [(key: String, url: ImageURL)] {
         Set(memory.keys).union(disk?.keys() ?? []).sorted().compactMap { key in
-            let (text, validator) = memory.peek(key).map { ($0.url.string, $0.metadata.etag) }
+            let (text, validator) =
+                memory.peek(key).map { ($0.url.string, $0.metadata.etag) }
                 ?? disk?.record(forKey: key).map { ($0.url, $0.etag) } ?? ("", nil)
             guard validator.flatMap(Self.size(ofValidator:)) == size, let url = try? ImageURL(text) else { return nil }
             return (key, url)
@@ -166,8 +173,11 @@ public final class VariantStore: Sendable {
     }
 
     /// What is known about the variant now, without making anything (for extended attributes).
-    public func report(_ size: Int, of url: ImageURL)
-        -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?) {
+    public func report(
+        _ size: Int, of url: ImageURL
+    )
+        -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?)
+    {
         let key = Self.key(size, url)
         let error = state.withLock { $0.lastErrors[key] }
         if let image = memory.peek(key) { return (.memory, .memory(image), error) }
@@ -225,8 +235,10 @@ public final class VariantStore: Sendable {
         do {
             let bytes = ImageBytes(copying: try disk.readAll(key: record.key))
             disk.touch(key: record.key)
-            memory.insert(CachedImage(url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
-                                      expiresAt: record.expiresAt), forKey: record.key)
+            memory.insert(
+                CachedImage(
+                    url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                    expiresAt: record.expiresAt), forKey: record.key)
             return bytes
         } catch {
             logger.warning("variant disk entry unusable (\(error)); making it again", metadata: ["url": "\(url)"])

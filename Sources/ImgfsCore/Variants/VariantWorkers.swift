@@ -52,7 +52,9 @@ public final class VariantWorkers: Sendable {
 
     /// Lets the threads finish the job they run and exit; queued jobs are dropped.
     public func stop() {
-        queue.withLock { $0.stopped = true; $0.jobs = [] }
+        queue.withLock {
+            $0.stopped = true; $0.jobs = []
+        }
         for _ in 0..<count { signal.signal() }
     }
 

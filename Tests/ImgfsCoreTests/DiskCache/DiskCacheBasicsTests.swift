@@ -11,8 +11,9 @@ struct DiskCacheBasicsTests {
         let body = DiskCacheFixture.body(100_003)
         let whole = DiskCacheCRC32.checksum(body)
         let pieces = body.withUnsafeBytes { bytes in
-            DiskCacheCRC32.update(DiskCacheCRC32.update(0, with: .init(rebasing: bytes[..<77])),
-                                  with: .init(rebasing: bytes[77...]))
+            DiskCacheCRC32.update(
+                DiskCacheCRC32.update(0, with: .init(rebasing: bytes[..<77])),
+                with: .init(rebasing: bytes[77...]))
         }
         #expect(pieces == whole)
         var bitwise: UInt32 = 0xFFFF_FFFF
@@ -56,7 +57,9 @@ struct DiskCacheBasicsTests {
         let url = "http://127.0.0.1/paced.png"
         let body = DiskCacheFixture.body(10)
         var paces = 0
-        let stored = try body.withUnsafeBytes { try cache.store(DiskCacheFixture.record(url), body: $0, pace: { paces += 1 }) }
+        let stored = try body.withUnsafeBytes {
+            try cache.store(DiskCacheFixture.record(url), body: $0, pace: { paces += 1 })
+        }
         #expect(paces == 3 + 3 + 1, "3 checksum steps, 3 write steps, 1 sync")
         #expect(stored.checksum == DiskCacheCRC32.checksum(body))
         #expect(try cache.readAll(key: DiskCacheFixture.key(url)) == body)
@@ -74,16 +77,18 @@ struct DiskCacheBasicsTests {
         var paces = 0
         var removedDuringPause = false
         try body.withUnsafeBytes { bytes in
-            _ = try cache.store(DiskCacheFixture.record(url), body: bytes, pace: {
-                paces += 1
-                guard paces == 5 else { return }  // the second step of the write (after 3 of the checksum)
-                let done = DispatchSemaphore(value: 0)
-                Thread.detachNewThread {
-                    cache.remove(key: other)
-                    done.signal()
-                }
-                removedDuringPause = done.wait(timeout: .now() + 2) == .success
-            })
+            _ = try cache.store(
+                DiskCacheFixture.record(url), body: bytes,
+                pace: {
+                    paces += 1
+                    guard paces == 5 else { return }  // the second step of the write (after 3 of the checksum)
+                    let done = DispatchSemaphore(value: 0)
+                    Thread.detachNewThread {
+                        cache.remove(key: other)
+                        done.signal()
+                    }
+                    removedDuringPause = done.wait(timeout: .now() + 2) == .success
+                })
         }
         #expect(removedDuringPause, "the removal did not wait for the store")
         #expect(cache.record(forKey: other) == nil)
@@ -99,8 +104,12 @@ struct DiskCacheBasicsTests {
         do {
             let cache = try fixture.open(durable: true)
             for (index, url) in urls.enumerated() {
-                stored.append(try cache.store(DiskCacheFixture.record(url), body: DiskCacheFixture.body(index * 100,
-                                                                                                      seed: UInt8(index))))
+                stored.append(
+                    try cache.store(
+                        DiskCacheFixture.record(url),
+                        body: DiskCacheFixture.body(
+                            index * 100,
+                            seed: UInt8(index))))
             }
         }
         let reopened = try fixture.open()
@@ -112,7 +121,8 @@ struct DiskCacheBasicsTests {
             #expect(abs(found.lastAccess.timeIntervalSince(record.lastAccess)) < 2)
             found.lastAccess = record.lastAccess
             #expect(found == record)
-            #expect(try reopened.read(key: record.key, offset: 10, count: 20)
+            #expect(
+                try reopened.read(key: record.key, offset: 10, count: 20)
                     == Array(DiskCacheFixture.body(index * 100, seed: UInt8(index)).dropFirst(10).prefix(20)))
         }
     }
@@ -140,7 +150,8 @@ struct DiskCacheBasicsTests {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }
         let body = DiskCacheFixture.body(2_000)
-        var record = DiskCacheFixture.record("https://example.com/u.png", expiresAt: Date(timeIntervalSince1970: 1_800_000_000))
+        var record = DiskCacheFixture.record(
+            "https://example.com/u.png", expiresAt: Date(timeIntervalSince1970: 1_800_000_000))
         do {
             let cache = try fixture.open(durable: true)
             record = try cache.store(record, body: body)
@@ -175,7 +186,9 @@ struct DiskCacheBasicsTests {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }
         let cache = try fixture.open()
-        let records = try (0..<5).map { try cache.store(DiskCacheFixture.record("https://e.com/\($0)"), body: [1, 2, 3]) }
+        let records = try (0..<5).map {
+            try cache.store(DiskCacheFixture.record("https://e.com/\($0)"), body: [1, 2, 3])
+        }
         cache.remove(key: records[0].key)
         cache.remove(key: DiskCacheFixture.key("never stored"))
         #expect(cache.count == 4)

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("Disk cache: interrupted writes, corruption, write errors")
@@ -22,7 +22,8 @@ struct DiskCacheCrashTests {
         try fixture.write(newBody, to: fixture.dataFile(for: key, checksum: newChecksum))
         // Temporary files of writes interrupted before their rename, one of them half written.
         let subdirectory = fixture.subdirectory(for: key)
-        try fixture.write(Array(newBody.prefix(100)), to: subdirectory.appendingPathComponent(key + ".0123456789abcdef.tmp"))
+        try fixture.write(
+            Array(newBody.prefix(100)), to: subdirectory.appendingPathComponent(key + ".0123456789abcdef.tmp"))
         try fixture.write([], to: subdirectory.appendingPathComponent(key + ".fedcba9876543210.tmp"))
         // A new entry whose body was committed but not its record, and a record whose body never arrived.
         let orphanKey = DiskCacheFixture.key("https://example.com/orphan")
@@ -41,11 +42,13 @@ struct DiskCacheCrashTests {
         #expect(cache.count == 1)
         #expect(cache.totalBytes == 3_000)
         #expect(try cache.readAll(key: key) == oldBody)
-        #expect(fixture.files().sorted() == [
-            "\(key.prefix(2))/\(key).\(DiskCacheLayout.hex(DiskCacheCRC32.checksum(oldBody))).data",
-            "\(key.prefix(2))/\(key).meta",
-            "\(key.prefix(2))/README",
-        ].sorted())
+        #expect(
+            fixture.files().sorted()
+                == [
+                    "\(key.prefix(2))/\(key).\(DiskCacheLayout.hex(DiskCacheCRC32.checksum(oldBody))).data",
+                    "\(key.prefix(2))/\(key).meta",
+                    "\(key.prefix(2))/README"
+                ].sorted())
     }
 
     @Test("a second live instance leaves young leftovers alone")
@@ -64,8 +67,9 @@ struct DiskCacheCrashTests {
         withExtendedLifetime(first) {}
     }
 
-    @Test("a flipped byte, a truncated body, a missing body or a mismatching record is corrupt on first read",
-          arguments: ["flip", "truncate", "extend", "delete", "wrong key", "garbage record"])
+    @Test(
+        "a flipped byte, a truncated body, a missing body or a mismatching record is corrupt on first read",
+        arguments: ["flip", "truncate", "extend", "delete", "wrong key", "garbage record"])
     func corruption(damage: String) throws {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }
@@ -111,15 +115,18 @@ struct DiskCacheCrashTests {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }
         let cache = try fixture.open()
-        let record = try cache.store(DiskCacheFixture.record("https://example.com/t"), body: DiskCacheFixture.body(1_000))
+        let record = try cache.store(
+            DiskCacheFixture.record("https://example.com/t"), body: DiskCacheFixture.body(1_000))
         try fixture.write(DiskCacheFixture.body(500), to: fixture.dataFile(for: record.key, checksum: record.checksum))
-        #expect(try cache.read(key: record.key, offset: 0, count: 100).count == 100, "verified at store: not read again")
+        #expect(
+            try cache.read(key: record.key, offset: 0, count: 100).count == 100, "verified at store: not read again")
         #expect(throws: DiskCacheError.corrupt(record.key)) { try cache.read(key: record.key, offset: 900, count: 100) }
         #expect(cache.count == 0)
     }
 
-    @Test("a failing write throws a typed error, leaves no partial file and keeps the old entry",
-          arguments: [(ENOSPC, "data"), (EIO, "data"), (ENOSPC, "meta"), (EDQUOT, "meta")])
+    @Test(
+        "a failing write throws a typed error, leaves no partial file and keeps the old entry",
+        arguments: [(ENOSPC, "data"), (EIO, "data"), (ENOSPC, "meta"), (EDQUOT, "meta")])
     func writeFailure(code: Int32, failing: String) throws {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }

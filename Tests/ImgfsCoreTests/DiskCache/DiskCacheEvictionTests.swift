@@ -14,8 +14,9 @@ struct DiskCacheEvictionTests {
         var keys: [String] = []
         for index in 0..<30 {
             clock.advance(1)
-            let record = try cache.store(DiskCacheFixture.record("https://example.com/\(index)"),
-                                         body: DiskCacheFixture.body(10_000, seed: UInt8(index)))
+            let record = try cache.store(
+                DiskCacheFixture.record("https://example.com/\(index)"),
+                body: DiskCacheFixture.body(10_000, seed: UInt8(index)))
             keys.append(record.key)
             if index >= 5 {
                 clock.advance(1)
@@ -38,7 +39,8 @@ struct DiskCacheEvictionTests {
         let fixture = try DiskCacheFixture()
         defer { fixture.remove() }
         let cache = try fixture.open(sizeLimit: 1_000)
-        let small = try cache.store(DiskCacheFixture.record("https://example.com/small"), body: DiskCacheFixture.body(600))
+        let small = try cache.store(
+            DiskCacheFixture.record("https://example.com/small"), body: DiskCacheFixture.body(600))
         let record = DiskCacheFixture.record("https://example.com/big")
         try cache.store(record, body: DiskCacheFixture.body(900))
         let big = try cache.store(record, body: DiskCacheFixture.body(1_001))
@@ -58,23 +60,30 @@ struct DiskCacheEvictionTests {
         do {
             let cache = try fixture.open(now: { clock.now })
             for index in 0..<4 {
-                keys.append(try cache.store(DiskCacheFixture.record("https://example.com/\(index)"),
-                                            body: DiskCacheFixture.body(100)).key)
+                keys.append(
+                    try cache.store(
+                        DiskCacheFixture.record("https://example.com/\(index)"),
+                        body: DiskCacheFixture.body(100)
+                    ).key)
             }
             let checksum = DiskCacheCRC32.checksum(DiskCacheFixture.body(100))
             for (index, key) in keys.enumerated() {
-                try FileManager.default.setAttributes([.modificationDate: clock.now + Double(index)],
-                                                      ofItemAtPath: fixture.dataFile(for: key, checksum: checksum).path)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: clock.now + Double(index)],
+                    ofItemAtPath: fixture.dataFile(for: key, checksum: checksum).path)
             }
             clock.advance(120)
             cache.touch(key: keys[0])  // persisted: more than a minute since the last write
             let dataFile = fixture.dataFile(for: keys[0], checksum: DiskCacheCRC32.checksum(DiskCacheFixture.body(100)))
-            let persisted = try #require(FileManager.default.attributesOfItem(atPath: dataFile.path)[.modificationDate]
-                                         as? Date)
+            let persisted = try #require(
+                FileManager.default.attributesOfItem(atPath: dataFile.path)[.modificationDate]
+                    as? Date)
             #expect(abs(persisted.timeIntervalSince(clock.now)) < 0.01)
             clock.advance(10)
             cache.touch(key: keys[0])  // not persisted: within a minute
-            #expect(try FileManager.default.attributesOfItem(atPath: dataFile.path)[.modificationDate] as? Date == persisted)
+            #expect(
+                try FileManager.default.attributesOfItem(atPath: dataFile.path)[.modificationDate] as? Date == persisted
+            )
         }
         let cache = try fixture.open(sizeLimit: 300)
         #expect(cache.count == 3)

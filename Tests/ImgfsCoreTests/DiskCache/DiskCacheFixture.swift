@@ -19,8 +19,10 @@ struct DiskCacheFixture {
     static let logger = Logger(label: "imgfs.disk-cache.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A cache on the directory (not fsyncing unless `durable`, to keep tests fast).
-    func open(sizeLimit: Int = 1 << 30, durable: Bool = false, now: (@Sendable () -> Date)? = nil,
-              writeFault: (@Sendable (String) -> Int32?)? = nil, paceStep: Int? = nil) throws -> DiskCache {
+    func open(
+        sizeLimit: Int = 1 << 30, durable: Bool = false, now: (@Sendable () -> Date)? = nil,
+        writeFault: (@Sendable (String) -> Int32?)? = nil, paceStep: Int? = nil
+    ) throws -> DiskCache {
         var options = DiskCacheOptions()
         options.durable = durable
         if let paceStep { options.paceStep = paceStep }
@@ -33,11 +35,15 @@ struct DiskCacheFixture {
 
     static func key(_ url: String) -> String { SHA256.hex(of: Array(url.utf8)) }
 
-    static func record(_ url: String, size: Int = 0, expiresAt: Date = Date(timeIntervalSinceNow: 3600),
-                       etag: String? = "\"v1\"") -> CacheRecord {
-        CacheRecord(key: key(url), url: url, size: size, contentType: "image/png", etag: etag,
-                    lastModified: Date(timeIntervalSince1970: 1_700_000_000), fetchedAt: Date(timeIntervalSince1970: 1_700_000_100),
-                    expiresAt: expiresAt)
+    static func record(
+        _ url: String, size: Int = 0, expiresAt: Date = Date(timeIntervalSinceNow: 3600),
+        etag: String? = "\"v1\""
+    ) -> CacheRecord {
+        CacheRecord(
+            key: key(url), url: url, size: size, contentType: "image/png", etag: etag,
+            lastModified: Date(timeIntervalSince1970: 1_700_000_000),
+            fetchedAt: Date(timeIntervalSince1970: 1_700_000_100),
+            expiresAt: expiresAt)
     }
 
     /// `count` bytes that differ between seeds.
@@ -63,7 +69,8 @@ struct DiskCacheFixture {
         var files: [String] = []
         while let path = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(
+                atPath: root.appendingPathComponent(path).path, isDirectory: &isDirectory)
             if !isDirectory.boolValue && path != "lock" { files.append(path) }
         }
         return files.sorted()
@@ -74,8 +81,9 @@ struct DiskCacheFixture {
         var all = 0
         var bodies = 0
         for path in files() {
-            let size = (try? FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(path).path)[.size]
-                        as? Int) ?? 0
+            let size =
+                (try? FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(path).path)[.size]
+                    as? Int) ?? 0
             all += size
             if path.hasSuffix(".data") { bodies += size }
         }

@@ -14,9 +14,13 @@ struct DiskCacheSweepTests {
         do {
             let cache = try fixture.open()
             for (index, expiry) in expiries.enumerated() {
-                keys.append(try cache.store(DiskCacheFixture.record("https://example.com/\(index)",
-                                                                    expiresAt: now + expiry),
-                                            body: DiskCacheFixture.body(100 * (index + 1))).key)
+                keys.append(
+                    try cache.store(
+                        DiskCacheFixture.record(
+                            "https://example.com/\(index)",
+                            expiresAt: now + expiry),
+                        body: DiskCacheFixture.body(100 * (index + 1))
+                    ).key)
             }
         }
         let subdirectory = fixture.subdirectory(for: keys[0])
@@ -44,8 +48,10 @@ struct DiskCacheSweepTests {
         defer { fixture.remove() }
         let now = Date()
         let cache = try fixture.open()
-        let renewed = try cache.store(DiskCacheFixture.record("https://example.com/r", expiresAt: now - 3_600), body: [1])
-        let broken = try cache.store(DiskCacheFixture.record("https://example.com/b", expiresAt: now + 3_600), body: [2])
+        let renewed = try cache.store(
+            DiskCacheFixture.record("https://example.com/r", expiresAt: now - 3_600), body: [1])
+        let broken = try cache.store(
+            DiskCacheFixture.record("https://example.com/b", expiresAt: now + 3_600), body: [2])
         var record = renewed
         record.expiresAt = now + 3_600
         try cache.update(record)
@@ -70,7 +76,8 @@ struct DiskCacheSweepTests {
                         let seed = UInt8(truncatingIfNeeded: round)
                         switch (round + worker) % 5 {
                         case 0, 1:
-                            _ = try? cache.store(DiskCacheFixture.record(url), body: DiskCacheFixture.body(3_000, seed: seed))
+                            _ = try? cache.store(
+                                DiskCacheFixture.record(url), body: DiskCacheFixture.body(3_000, seed: seed))
                         case 2:
                             if let bytes = try? cache.readAll(key: key) {
                                 // body(_:seed:) starts with seed * 7; 183 is the inverse of 7 modulo 256.

@@ -18,7 +18,10 @@ struct ImageSignatureTests {
         ("WebP", bytes("RIFF") + [0x24, 0, 0, 0] + bytes("WEBPVP8 "), .webp),
         ("AVIF", [0, 0, 0, 0x1C] + bytes("ftypavif") + [0, 0, 0, 0] + bytes("avifmif1miaf"), .avif),
         ("AVIF sequence", [0, 0, 0, 0x18] + bytes("ftypavis") + [0, 0, 0, 0] + bytes("avismsf1"), .avif),
-        ("AVIF with generic major brand", [0, 0, 0, 0x18] + bytes("ftypmif1") + [0, 0, 0, 0] + bytes("mif1avif"), .avif),
+        (
+            "AVIF with generic major brand", [0, 0, 0, 0x18] + bytes("ftypmif1") + [0, 0, 0, 0] + bytes("mif1avif"),
+            .avif
+        ),
         ("HEIC", [0, 0, 0, 0x18] + bytes("ftypheic") + [0, 0, 0, 0] + bytes("mif1heic"), .heic),
         ("HEIC heix", [0, 0, 0, 0x10] + bytes("ftypheix") + [0, 0, 0, 0], .heic),
         ("HEIF mif1", [0, 0, 0, 0x14] + bytes("ftypmif1") + [0, 0, 0, 0] + bytes("mif1"), .heic),
@@ -33,18 +36,27 @@ struct ImageSignatureTests {
         ("JPEG XL codestream", [0xFF, 0x0A, 0xFA, 0x1F], .jpegXL),
         ("JPEG XL container", [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A, 0, 0, 0, 0x14], .jpegXL),
         ("SVG", bytes(#"<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>"#), .svg),
-        ("SVG with BOM, declaration, comment and DOCTYPE", [0xEF, 0xBB, 0xBF] + bytes("""
-          \t<?xml version="1.0" encoding="UTF-8" standalone="no"?>
-        <!-- Generator: hand, 1 > 0 -->
-        <!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
-        <svg version="1.1">
-        """), .svg),
-        ("SVG with internal DTD subset", bytes("""
-        <?xml version="1.0"?><!DOCTYPE svg [ <!ENTITY ns "http://www.w3.org/2000/svg>]"> <!-- it's ] > -->
-        ]><svg xmlns="&ns;">
-        """), .svg),
+        (
+            "SVG with BOM, declaration, comment and DOCTYPE",
+            [0xEF, 0xBB, 0xBF]
+                + bytes(
+                    """
+                      \t<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+                    <!-- Generator: hand, 1 > 0 -->
+                    <!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+                    <svg version="1.1">
+                    """), .svg
+        ),
+        (
+            "SVG with internal DTD subset",
+            bytes(
+                """
+                <?xml version="1.0"?><!DOCTYPE svg [ <!ENTITY ns "http://www.w3.org/2000/svg>]"> <!-- it's ] > -->
+                ]><svg xmlns="&ns;">
+                """), .svg
+        ),
         ("SVG with namespace prefix", bytes(#"<svg:svg xmlns:svg="http://www.w3.org/2000/svg">"#), .svg),
-        ("SVG with lower-case doctype", bytes("<!doctype svg><svg>"), .svg),
+        ("SVG with lower-case doctype", bytes("<!doctype svg><svg>"), .svg)
     ]
 
     @Test("recognises a hand-made header of every format", arguments: headers.indices)
@@ -96,7 +108,7 @@ struct ImageSignatureTests {
         ("ICO of unknown type", [0, 0, 3, 0, 1, 0, 0, 0]),
         ("zeros", Array(repeating: 0, count: 64)),
         ("TIFF magic with wrong byte order", bytes("IM") + [0x2A, 0]),
-        ("PDF", bytes("%PDF-1.7\n")),
+        ("PDF", bytes("%PDF-1.7\n"))
     ]
 
     @Test("refuses what is not an image", arguments: negatives.indices)
@@ -117,29 +129,36 @@ struct ImageSignatureTests {
         #expect(ImageSignature.detect(Array(repeating: UInt8(ascii: " "), count: 2000) + svg) == nil)
     }
 
-    @Test("describes bodies that are not images", arguments: [
-        ("", "empty body"),
-        ("<!DOCTYPE html>\n<html lang=\"en\">", "HTML (starts with \"<!DOCTYPE html\")"),
-        ("\u{FEFF}  <html><body>Oops</body></html>", "HTML (starts with \"<html\")"),
-        ("<!-- x -->\n<!doctype html>", "HTML (starts with \"<!doctype html\")"),
-        ("{\"error\": \"no\"}", "JSON"),
-        ("\n[{\"a\": 1}]", "JSON"),
-        ("Not Found\nsorry", "text (starts with \"Not Found\")"),
-        ("<?xml version=\"1.0\"?>\n<rss version=\"2.0\">", "XML (root element <rss>)"),
-        ("<?xml version=\"1.0\"?>\n<!DOCTYPE note SYSTEM \"note.dtd\">", "XML (document type note)"),
-        ("%PDF-1.4", "PDF document"),
-        ("   ", "white space only (3 bytes)"),
-        ("A very long line of text that goes on and on and on", "text (starts with \"A very long line of text that go…\")"),
-    ])
+    @Test(
+        "describes bodies that are not images",
+        arguments: [
+            ("", "empty body"),
+            ("<!DOCTYPE html>\n<html lang=\"en\">", "HTML (starts with \"<!DOCTYPE html\")"),
+            ("\u{FEFF}  <html><body>Oops</body></html>", "HTML (starts with \"<html\")"),
+            ("<!-- x -->\n<!doctype html>", "HTML (starts with \"<!doctype html\")"),
+            ("{\"error\": \"no\"}", "JSON"),
+            ("\n[{\"a\": 1}]", "JSON"),
+            ("Not Found\nsorry", "text (starts with \"Not Found\")"),
+            ("<?xml version=\"1.0\"?>\n<rss version=\"2.0\">", "XML (root element <rss>)"),
+            ("<?xml version=\"1.0\"?>\n<!DOCTYPE note SYSTEM \"note.dtd\">", "XML (document type note)"),
+            ("%PDF-1.4", "PDF document"),
+            ("   ", "white space only (3 bytes)"),
+            (
+                "A very long line of text that goes on and on and on",
+                "text (starts with \"A very long line of text that go…\")"
+            )
+        ])
     func describesText(_ body: String, _ expected: String) {
         #expect(ImageSignature.describe(Array(body.utf8)) == expected)
     }
 
     @Test("describes binary bodies")
     func describesBinary() {
-        #expect(ImageSignature.describe(Self.bytes("RIFF") + [0x24, 0, 0, 0] + Self.bytes("WAVEfmt ")) == "RIFF WAVE data")
-        #expect(ImageSignature.describe([0, 0, 0, 0x18] + Self.bytes("ftypisom") + [0, 0, 2, 0] + Self.bytes("isomiso2"))
-            == "ISO media (brand isom)")
+        #expect(
+            ImageSignature.describe(Self.bytes("RIFF") + [0x24, 0, 0, 0] + Self.bytes("WAVEfmt ")) == "RIFF WAVE data")
+        #expect(
+            ImageSignature.describe([0, 0, 0, 0x18] + Self.bytes("ftypisom") + [0, 0, 2, 0] + Self.bytes("isomiso2"))
+                == "ISO media (brand isom)")
         #expect(ImageSignature.describe([0x1F, 0x8B, 8, 0]) == "gzip-compressed data")
         #expect(ImageSignature.describe(Array(0..<16)) == "unknown (first bytes 00 01 02 03 04 05 06 07 …)")
         #expect(ImageSignature.describe([0x3C, 0x00, 0xFF]) == "unknown (first bytes 3C 00 FF)")

@@ -48,7 +48,7 @@ struct NetworkAddressTests {
         ("2002:a00:1::", .privateUse), ("2002:7f00:1::1", .loopback), ("2002:808:808::1", nil),
         ("2003:a00:1::", nil), ("2001:db8::1", nil),
         // public IPv6
-        ("2606:4700:4700::1111", nil), ("2a00:1450:4001:82b::200e", nil), ("[2001:4860:4860::8888]", nil),
+        ("2606:4700:4700::1111", nil), ("2a00:1450:4001:82b::200e", nil), ("[2001:4860:4860::8888]", nil)
     ]
 
     @Test("classifies special ranges and their neighbours", arguments: classifications)
@@ -65,28 +65,36 @@ struct NetworkAddressTests {
         #expect(Self.classifications.count >= 40)
     }
 
-    @Test("refuses what is not a numeric address", arguments: [
-        "", "localhost", "example.com", "1.2.3", "127.1", "1.2.3.4.5", "0x7f.0.0.1", "0x7f.1", "0177.0.0.1",
-        "01.2.3.4", "1.2.3.04", "256.0.0.1", "1.2.3.-1", "1.2.3.+1", "2130706433", " 1.2.3.4", "1.2.3.4 ", "1.2.3.4.",
-        ".1.2.3", "1..2.3", "1.2.3.4%eth0", "[1.2.3.4]", "١.٢.٣.٤", "1.2.3.4/24",
-        ":", ":::", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9", "1::2::3", ":1::", "1::2:", "::1:", "12345::",
-        "g::1", "fe80::1%", "[::1", "::1]", "[]", "[::1]]", "::1.2.3", "::1.2.3.4.5", "1.2.3.4::", "::ffff:1.2.3.04",
-        "::ffff:1.2.3.4:5", "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:6::7:8", "fe80::1%eth 0", "::1%25%eth0",
-        String(repeating: "0", count: 200) + "::1",
-    ])
+    @Test(
+        "refuses what is not a numeric address",
+        arguments: [
+            "", "localhost", "example.com", "1.2.3", "127.1", "1.2.3.4.5", "0x7f.0.0.1", "0x7f.1", "0177.0.0.1",
+            "01.2.3.4", "1.2.3.04", "256.0.0.1", "1.2.3.-1", "1.2.3.+1", "2130706433", " 1.2.3.4", "1.2.3.4 ",
+            "1.2.3.4.",
+            ".1.2.3", "1..2.3", "1.2.3.4%eth0", "[1.2.3.4]", "١.٢.٣.٤", "1.2.3.4/24",
+            ":", ":::", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9", "1::2::3", ":1::", "1::2:", "::1:", "12345::",
+            "g::1", "fe80::1%", "[::1", "::1]", "[]", "[::1]]", "::1.2.3", "::1.2.3.4.5", "1.2.3.4::",
+            "::ffff:1.2.3.04",
+            "::ffff:1.2.3.4:5", "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:6::7:8", "fe80::1%eth 0", "::1%25%eth0",
+            String(repeating: "0", count: 200) + "::1"
+        ])
     func refusesMalformed(_ text: String) {
         #expect(NetworkAddress(text) == nil, "\(text)")
     }
 
-    @Test("accepts the RFC 4291 text forms and prints them canonically (RFC 5952)", arguments: [
-        ("192.0.2.1", "192.0.2.1"), ("0.0.0.0", "0.0.0.0"), ("255.255.255.255", "255.255.255.255"),
-        ("::", "::"), ("::1", "::1"), ("1::", "1::"), ("[::1]", "::1"), ("fe80::1%eth0", "fe80::1"),
-        ("[fe80::1%25eth0]", "fe80::1"), ("2001:DB8:0:0:0:0:0:1", "2001:db8::1"), ("2001:db8::0:1", "2001:db8::1"),
-        ("2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1"), ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"),
-        ("1:0:0:2:0:0:0:3", "1:0:0:2::3"), ("1:2:3:4:5:6:7::", "1:2:3:4:5:6:7:0"), ("::2:3:4:5:6:7:8", "0:2:3:4:5:6:7:8"),
-        ("::ffff:1.2.3.4", "::ffff:1.2.3.4"), ("::ffff:0102:0304", "::ffff:1.2.3.4"), ("::1.2.3.4", "::102:304"),
-        ("64:ff9b::10.0.0.1", "64:ff9b::a00:1"), ("1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:102:304"),
-    ])
+    @Test(
+        "accepts the RFC 4291 text forms and prints them canonically (RFC 5952)",
+        arguments: [
+            ("192.0.2.1", "192.0.2.1"), ("0.0.0.0", "0.0.0.0"), ("255.255.255.255", "255.255.255.255"),
+            ("::", "::"), ("::1", "::1"), ("1::", "1::"), ("[::1]", "::1"), ("fe80::1%eth0", "fe80::1"),
+            ("[fe80::1%25eth0]", "fe80::1"), ("2001:DB8:0:0:0:0:0:1", "2001:db8::1"), ("2001:db8::0:1", "2001:db8::1"),
+            ("2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1"),
+            ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"),
+            ("1:0:0:2:0:0:0:3", "1:0:0:2::3"), ("1:2:3:4:5:6:7::", "1:2:3:4:5:6:7:0"),
+            ("::2:3:4:5:6:7:8", "0:2:3:4:5:6:7:8"),
+            ("::ffff:1.2.3.4", "::ffff:1.2.3.4"), ("::ffff:0102:0304", "::ffff:1.2.3.4"), ("::1.2.3.4", "::102:304"),
+            ("64:ff9b::10.0.0.1", "64:ff9b::a00:1"), ("1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:102:304")
+        ])
     func parsesAndPrints(_ text: String, _ canonical: String) throws {
         let address = try #require(NetworkAddress(text))
         #expect(address.description == canonical)
@@ -112,8 +120,12 @@ struct NetworkAddressTests {
         #expect(try #require(NetworkAddress("169.254.169.254")).privateReason == "link-local (cloud metadata)")
         #expect(try #require(NetworkAddress("10.1.2.3")).privateReason == "private (RFC 1918)")
         #expect(try #require(NetworkAddress("::1")).privateReason == "loopback")
-        #expect(try #require(NetworkAddress("::ffff:10.0.0.1")).privateReason == "private (RFC 1918) as IPv4-mapped 10.0.0.1")
-        #expect(try #require(NetworkAddress("2002:a9fe:a9fe::")).privateReason == "link-local (cloud metadata) as 6to4 169.254.169.254")
+        #expect(
+            try #require(NetworkAddress("::ffff:10.0.0.1")).privateReason
+                == "private (RFC 1918) as IPv4-mapped 10.0.0.1")
+        #expect(
+            try #require(NetworkAddress("2002:a9fe:a9fe::")).privateReason
+                == "link-local (cloud metadata) as 6to4 169.254.169.254")
         #expect(try #require(NetworkAddress("64:ff9b::7f00:1")).privateReason == "loopback as NAT64 127.0.0.1")
         #expect(try #require(NetworkAddress("8.8.8.8")).privateReason == nil)
         let embedded = try #require(NetworkAddress("::192.168.0.1")?.embeddedIPv4)

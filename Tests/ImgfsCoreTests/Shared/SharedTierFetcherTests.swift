@@ -9,15 +9,18 @@ struct SharedTierFetcherTests {
     private let url = try! ImageURL("http://images.example/a.png")
     private static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 40)
 
-    private func tier(_ store: FakeSharedStore, origin: ManualFetcher, pieceSize: Int = 16,
-                      configure: (inout SharedTierConfiguration) -> Void = { _ in },
-                      resolve: @escaping @Sendable (String) -> [NetworkAddress]? = { _ in nil }) -> SharedTierFetcher {
+    private func tier(
+        _ store: FakeSharedStore, origin: ManualFetcher, pieceSize: Int = 16,
+        configure: (inout SharedTierConfiguration) -> Void = { _ in },
+        resolve: @escaping @Sendable (String) -> [NetworkAddress]? = { _ in nil }
+    ) -> SharedTierFetcher {
         var configuration = SharedTierConfiguration()
         configuration.pieceSize = pieceSize
         configuration.pollMinimum = 0.001
         configure(&configuration)
-        return SharedTierFetcher(origin: origin, store: store, configuration: configuration,
-                                 logger: Logger(label: "test"), resolve: resolve)
+        return SharedTierFetcher(
+            origin: origin, store: store, configuration: configuration,
+            logger: Logger(label: "test"), resolve: resolve)
     }
 
     private func wait(_ condition: () -> Bool) -> Bool {
@@ -30,8 +33,10 @@ struct SharedTierFetcherTests {
     }
 
     /// Fetches `url` through `fetcher` into a Download; returns it once it ended.
-    private func fetch(_ fetcher: any ImageFetching, respond: ((ManualFetcher) -> Void)? = nil,
-                       origin: ManualFetcher) -> Download {
+    private func fetch(
+        _ fetcher: any ImageFetching, respond: ((ManualFetcher) -> Void)? = nil,
+        origin: ManualFetcher
+    ) -> Download {
         let download = Download(url: url)
         download.attach(fetcher.start(FetchRequest(url: url), observer: download))
         if let respond {
@@ -107,8 +112,9 @@ struct SharedTierFetcherTests {
         let store = FakeSharedStore()
         let origin = ManualFetcher()
         let policy = AddressPolicy(denyPrivateNetworks: true)
-        let fetcher = tier(store, origin: origin, configure: { $0.addressPolicy = policy },
-                           resolve: { _ in [NetworkAddress("10.0.0.7")!] })
+        let fetcher = tier(
+            store, origin: origin, configure: { $0.addressPolicy = policy },
+            resolve: { _ in [NetworkAddress("10.0.0.7")!] })
         _ = fetch(fetcher, respond: { $0.respond(body: Self.png) }, origin: origin)
         #expect(store.callCount == 0, "a host on a private network must not be served from the store")
         #expect(origin.transfers.count == 1)
@@ -151,10 +157,12 @@ struct SharedTierFetcherTests {
 
     @Test("addresses: redis://[[user]:password@]host[:port][/db], and clear errors")
     func addresses() throws {
-        #expect(try SharedCacheAddress(parsing: "redis://cache.internal:6380/2")
-            == SharedCacheAddress(host: "cache.internal", port: 6380, database: 2))
-        #expect(try SharedCacheAddress(parsing: "redis://:s%40cret@10.0.0.5") ==
-            SharedCacheAddress(host: "10.0.0.5", password: "s@cret"))
+        #expect(
+            try SharedCacheAddress(parsing: "redis://cache.internal:6380/2")
+                == SharedCacheAddress(host: "cache.internal", port: 6380, database: 2))
+        #expect(
+            try SharedCacheAddress(parsing: "redis://:s%40cret@10.0.0.5")
+                == SharedCacheAddress(host: "10.0.0.5", password: "s@cret"))
         #expect(try SharedCacheAddress(parsing: "redis://fleet:pw@[::1]:7000").host == "::1")
         #expect(try SharedCacheAddress(parsing: "redis://:pw@h:1/0").description == "redis://h:1/0")
         for bad in ["http://h", "redis://", "redis://h:0", "redis://h:x", "redis://h/db", "redis://[::1"] {
@@ -167,8 +175,9 @@ struct SharedTierFetcherTests {
         let head = ResponseHead(status: 200, contentLength: 3, contentType: "image/png")
         // Whole seconds: the record keeps dates to the millisecond.
         let expiresAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 60).rounded())
-        var record = SharedTierRecord(url: "http://a/x.png", fetch: "f1", head: head, expiresAt: expiresAt,
-                                      pieceSize: 16)
+        var record = SharedTierRecord(
+            url: "http://a/x.png", fetch: "f1", head: head, expiresAt: expiresAt,
+            pieceSize: 16)
         record.size = 3
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/x.png") == record)
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/y.png") == nil)

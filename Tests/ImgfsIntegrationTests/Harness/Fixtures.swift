@@ -32,21 +32,28 @@ enum Fixtures {
     /// Real JPEG wallpapers no larger than `maximumSize`, smallest first (lomiri-wallpapers).
     static func wallpapers(maximumSize: Int, count: Int) throws -> [[UInt8]] {
         let directory = "/usr/share/backgrounds"
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".jpg") }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(".jpg")
+        }
         let sized = names.compactMap { name -> (String, Int)? in
             let size = (try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")[.size] as? Int) ?? nil
             return size.flatMap { $0 <= maximumSize ? ("\(directory)/\(name)", $0) : nil }
         }.sorted { $0.1 < $1.1 }.prefix(count)
         guard sized.count == count else {
-            throw Missing(description: "need \(count) JPEGs of at most \(maximumSize) bytes in \(directory): apt-get install lomiri-wallpapers")
+            throw Missing(
+                description:
+                    "need \(count) JPEGs of at most \(maximumSize) bytes in \(directory): apt-get install "
+                    + "lomiri-wallpapers"
+            )
         }
         return try sized.map { try bytes($0.0) }
     }
 
     /// A JPEG of a few hundred KiB (desktop-base).
     static func mediumJPEG() throws -> [UInt8] {
-        try bytes("/usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg",
-                  package: "desktop-base")
+        try bytes(
+            "/usr/share/plasma/look-and-feel/org.debian.desktop/contents/previews/fullscreenpreview.jpg",
+            package: "desktop-base")
     }
 
     /// The SHA-256 of `bytes`, remembered (the debug build hashes slowly and tests compare often).
@@ -74,7 +81,8 @@ enum Fixtures {
 
     private static func bytes(_ path: String, package: String = "") throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw Missing(description: "missing fixture \(path)\(package.isEmpty ? "" : ": apt-get install \(package)")")
+            throw Missing(
+                description: "missing fixture \(path)\(package.isEmpty ? "" : ": apt-get install \(package)")")
         }
         return [UInt8](data)
     }

@@ -44,9 +44,10 @@ final class ListFixture {
     /// The counters of list `name` in `.imgfs/stats.json` (`lists[].counters`).
     func counters(_ name: String) -> [String: Int] {
         guard let data = FileManager.default.contents(atPath: "\(mount.mountPoint)/.imgfs/stats.json"),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let lists = object["lists"] as? [[String: Any]],
-              let list = lists.first(where: { $0["name"] as? String == name }) else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let lists = object["lists"] as? [[String: Any]],
+            let list = lists.first(where: { $0["name"] as? String == name })
+        else { return [:] }
         return (list["counters"] as? [String: Int]) ?? [:]
     }
 

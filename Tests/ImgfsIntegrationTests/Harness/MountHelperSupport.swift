@@ -23,7 +23,8 @@ final class ScratchMount: @unchecked Sendable {
     /// How many imgfs filesystems are mounted on the mount point now (more than one means stacked mounts).
     var mountCount: Int {
         let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").filter { $0.contains(" \(mountPoint) ") && $0.contains(" - fuse.imgfs ") }.count
+        return table.split(separator: "\n").filter { $0.contains(" \(mountPoint) ") && $0.contains(" - fuse.imgfs ") }
+            .count
     }
 
     var isMounted: Bool { mountCount > 0 }
@@ -38,7 +39,11 @@ final class ScratchMount: @unchecked Sendable {
     /// The mount's super options (e.g. `rw,user_id=0,group_id=0,allow_other`), from /proc/self/mountinfo.
     var superOptions: String? {
         let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        guard let line = table.split(separator: "\n").last(where: { $0.contains(" \(mountPoint) ") && $0.contains(" - fuse.imgfs ") }) else {
+        guard
+            let line = table.split(separator: "\n").last(where: {
+                $0.contains(" \(mountPoint) ") && $0.contains(" - fuse.imgfs ")
+            })
+        else {
             return nil
         }
         return line.components(separatedBy: " - ").last?.split(separator: " ").last.map(String.init)
@@ -47,7 +52,8 @@ final class ScratchMount: @unchecked Sendable {
     /// `.imgfs/stats.json` of the mount, parsed.
     func statistics() -> [String: Any] {
         guard let data = FileManager.default.contents(atPath: "\(mountPoint)/.imgfs/stats.json"),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }
 
@@ -96,12 +102,15 @@ enum HelperCommand {
 
     /// Runs `executable` to completion (killing it after `timeout` seconds) and returns its exit status and its
     /// combined output.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String],
-                    timeout: Double = 60) throws -> (status: Int32, output: String) {
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String],
+        timeout: Double = 60
+    ) throws -> (status: Int32, output: String) {
         let outputPath = "/tmp/imgfs-helper-output-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { unlink(outputPath) }
-        let child = try ChildProcess.spawn(resolve(executable, path: environment["PATH"] ?? ""), arguments,
-                                           environment: environment, outputPath: outputPath)
+        let child = try ChildProcess.spawn(
+            resolve(executable, path: environment["PATH"] ?? ""), arguments,
+            environment: environment, outputPath: outputPath)
         let status = child.wait(timeout: timeout)
         if status == nil { child.kill9AndReap() }
         let output = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
@@ -111,7 +120,8 @@ enum HelperCommand {
     /// `executable` looked up in `path` (posix_spawnp would search this process's PATH, not the child's).
     static func resolve(_ executable: String, path: String) -> String {
         guard !executable.contains("/") else { return executable }
-        for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(executable)") {
+        for directory in path.split(separator: ":")
+        where FileManager.default.isExecutableFile(atPath: "\(directory)/\(executable)") {
             return "\(directory)/\(executable)"
         }
         return executable

@@ -33,9 +33,13 @@ final class MountedImgfs: @unchecked Sendable {
         self.cacheDirectory = cacheDirectory ?? "\(root)/cache"
         logPath = "\(root)/imgfs.log"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        process = try ChildProcess.spawn(Self.binary, ["mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
-                                                       "--log-level", "debug"] + arguments,
-                                     environment: environment, outputPath: logPath)
+        process = try ChildProcess.spawn(
+            Self.binary,
+            [
+                "mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
+                "--log-level", "debug"
+            ] + arguments,
+            environment: environment, outputPath: logPath)
         guard Poll.until(timeout: 15, { isMounted || !process.isRunning }), isMounted else {
             stop()
             throw StartFailure(description: "imgfs did not mount; log:\n\(log)")
@@ -59,7 +63,8 @@ final class MountedImgfs: @unchecked Sendable {
     /// The parsed `.imgfs/stats.json`, flattened to `repository.memory_bytes`-style keys.
     func statistics() -> [String: Double] {
         guard let data = FileManager.default.contents(atPath: "\(mountPoint)/.imgfs/stats.json"),
-              let object = try? JSONSerialization.jsonObject(with: data) else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data)
+        else { return [:] }
         var flat: [String: Double] = [:]
         func walk(_ value: Any, _ path: String) {
             if let dictionary = value as? [String: Any] {
@@ -93,7 +98,8 @@ final class MountedImgfs: @unchecked Sendable {
         // a while rather than wait for an exit that cannot come.
         let unmountDeadline = Date().addingTimeInterval(10)
         while isMounted, (try? ChildProcess.run("/usr/bin/fusermount3", ["-u", mountPoint], timeout: 10))?.status != 0,
-              Date() < unmountDeadline {
+            Date() < unmountDeadline
+        {
             Thread.sleep(forTimeInterval: 0.05)
         }
         status = process.wait(timeout: 10)

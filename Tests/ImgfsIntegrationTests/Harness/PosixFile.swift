@@ -25,7 +25,9 @@ enum PosixFile {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count)) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count))
+            }
             if count < 0 { return .failure(Errno(errno)) }
             if count == 0 { return .success(bytes) }
             bytes += buffer[..<count]

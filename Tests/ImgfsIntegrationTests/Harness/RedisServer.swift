@@ -36,12 +36,17 @@ final class RedisServer: @unchecked Sendable {
 
     /// Starts the server (again) and waits until it answers PING.
     func start() throws {
-        process = try ChildProcess.spawn(Self.serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "",
-                                                           "--appendonly", "no", "--daemonize", "no"]
-                                             + (password.map { ["--requirepass", $0] } ?? []),
-                                         outputPath: logPath)
+        process = try ChildProcess.spawn(
+            Self.serverPath,
+            [
+                "--port", "\(port)", "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--daemonize", "no"
+            ]
+                + (password.map { ["--requirepass", $0] } ?? []),
+            outputPath: logPath)
         let answers = { (try? self.cli("PING")) == "PONG" }
-        guard Poll.until(timeout: 10, interval: 0.02, { answers() || self.process?.isRunning != true }), answers() else {
+        guard Poll.until(timeout: 10, interval: 0.02, { answers() || self.process?.isRunning != true }), answers()
+        else {
             stop()
             throw Failure(description: "redis-server did not start on port \(port)")
         }
@@ -68,8 +73,9 @@ final class RedisServer: @unchecked Sendable {
 
     func cli(_ arguments: [String]) throws -> String {
         let auth = password.map { ["-a", $0, "--no-auth-warning"] } ?? []
-        let result = try ChildProcess.run(Self.cliPath, ["-h", "127.0.0.1", "-p", "\(port)"] + auth + arguments,
-                                          timeout: 10)
+        let result = try ChildProcess.run(
+            Self.cliPath, ["-h", "127.0.0.1", "-p", "\(port)"] + auth + arguments,
+            timeout: 10)
         guard result.status == 0 else { throw Failure(description: "redis-cli \(arguments): \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -50,7 +50,8 @@ final class ThumbnailImages {
     func exifRotatedJPEG(width: Int, height: Int, orientation: UInt8) throws -> [UInt8] {
         try sh("convert -size \(width)x\(height) xc:navy -fill yellow -draw 'rectangle 0,0 40,20' plain.jpg")
         let plain = try bytes("plain.jpg")
-        let exif: [UInt8] = [0xFF, 0xE1, 0x00, 0x22] + Array("Exif".utf8) + [0, 0]
+        let exif: [UInt8] =
+            [0xFF, 0xE1, 0x00, 0x22] + Array("Exif".utf8) + [0, 0]
             + [0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08]  // MM, 42, IFD at 8
             + [0x00, 0x01]  // one entry
             + [0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, orientation, 0x00, 0x00]  // Orientation, SHORT

@@ -40,9 +40,11 @@ public struct CacheRecord: Codable, Equatable, Sendable {
     public var lastValidated: Date { validatedAt ?? fetchedAt }
 
     /// A record; `checksum` and `lastAccess` are normally left for the cache to fill in.
-    public init(key: String, url: String, size: Int, contentType: String?, etag: String?, lastModified: Date?,
-                fetchedAt: Date, expiresAt: Date, checksum: UInt32 = 0, lastAccess: Date = Date(),
-                validatedAt: Date? = nil, expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil) {
+    public init(
+        key: String, url: String, size: Int, contentType: String?, etag: String?, lastModified: Date?,
+        fetchedAt: Date, expiresAt: Date, checksum: UInt32 = 0, lastAccess: Date = Date(),
+        validatedAt: Date? = nil, expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil
+    ) {
         self.key = key
         self.url = url
         self.size = size

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Foundation
 
@@ -47,8 +47,9 @@ extension DiskCache {
                 verified = true
             }
             let bytes = try [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
-                initialized = try DiskCacheIO.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer),
-                                                        offset: start, path: path)
+                initialized = try DiskCacheIO.readFully(
+                    fd, into: UnsafeMutableRawBufferPointer(buffer),
+                    offset: start, path: path)
             }
             var intact = bytes.count == length
             if intact && !verified {
@@ -133,11 +134,14 @@ extension DiskCache {
         while offset < entry.size {
             let piece = min(buffer.count, entry.size - offset)
             let read = try buffer.withUnsafeMutableBytes {
-                try DiskCacheIO.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0.prefix(piece)),
-                                          offset: offset, path: path)
+                try DiskCacheIO.readFully(
+                    fd, into: UnsafeMutableRawBufferPointer(rebasing: $0.prefix(piece)),
+                    offset: offset, path: path)
             }
             guard read == piece else { return false }
-            checksum = buffer.withUnsafeBytes { DiskCacheCRC32.update(checksum, with: .init(rebasing: $0.prefix(piece))) }
+            checksum = buffer.withUnsafeBytes {
+                DiskCacheCRC32.update(checksum, with: .init(rebasing: $0.prefix(piece)))
+            }
             offset += piece
         }
         return checksum == entry.checksum

@@ -34,8 +34,10 @@ extension DiskCache {
 
     /// ``sweep(now:removeExpiredBefore:)``, except that an entry whose URL `keeping` accepts (a policy rule's
     /// keep-offline) is never removed for its age.
-    public func sweep(now: Date, removeExpiredBefore: Date,
-                      keeping: (String) -> Bool) -> (removedEntries: Int, removedBytes: Int) {
+    public func sweep(
+        now: Date, removeExpiredBefore: Date,
+        keeping: (String) -> Bool
+    ) -> (removedEntries: Int, removedBytes: Int) {
         removeTemporaryFiles(olderThan: now.addingTimeInterval(-60))
         guard removeExpiredBefore > .distantPast else { return (0, 0) }
         learnExpiries()
@@ -49,7 +51,8 @@ extension DiskCache {
                 let removed = withIndex { index in
                     expired[start..<min(start + 64, expired.count)].compactMap { candidate -> DiskCacheEntry? in
                         guard let entry = index.entry(candidate.key), entry.generation == candidate.generation,
-                              let expiresAt = entry.expiresAt, expiresAt < removeExpiredBefore else { return nil }
+                            let expiresAt = entry.expiresAt, expiresAt < removeExpiredBefore
+                        else { return nil }
                         return index.remove(entry.key)
                     }
                 }

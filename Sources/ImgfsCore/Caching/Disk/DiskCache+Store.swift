@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Foundation
 
@@ -58,10 +58,11 @@ extension DiskCache {
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
             _removeFiles(of: victims)
             try _writeEntry(stored, key: key, bodyFile: bodyFile, dataPath: dataPath, meta: meta, previous: previous)
-            let entry = DiskCacheEntry(key: key, size: stored.size, checksum: stored.checksum,
-                                       lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
-                                       expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored),
-                                       verified: true)
+            let entry = DiskCacheEntry(
+                key: key, size: stored.size, checksum: stored.checksum,
+                lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
+                expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored),
+                verified: true)
             if let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum {
                 _removeFile(layout.dataPath(for: key, checksum: replaced.checksum))
             }
@@ -115,8 +116,10 @@ extension DiskCache {
 
     /// Commits the body (already written and synced to `bodyFile`), then the record, of `stored`; on failure removes
     /// what it wrote, `bodyFile` included.
-    private func _writeEntry(_ stored: CacheRecord, key: DiskCacheKey, bodyFile: String, dataPath: String,
-                             meta: [UInt8], previous: DiskCacheEntry?) throws {
+    private func _writeEntry(
+        _ stored: CacheRecord, key: DiskCacheKey, bodyFile: String, dataPath: String,
+        meta: [UInt8], previous: DiskCacheEntry?
+    ) throws {
         let dataIsNew = previous?.checksum != stored.checksum
         do {
             try _commitTemporaryFile(bodyFile, to: dataPath, key: key)
@@ -150,15 +153,18 @@ extension DiskCache {
     /// write and before the sync. Returns the file's path. Needs no lock: the name is new. (`finalPath` is where it
     /// is going, for the write fault.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
-    private func _writeTemporaryFile(for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer,
-                                     pace: () -> Void) throws -> String {
+    private func _writeTemporaryFile(
+        for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer,
+        pace: () -> Void
+    ) throws -> String {
         let temporary = layout.temporaryPath(for: key)
         do {
             let fd = try DiskCacheIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             do {
                 if let code = options.writeFault?(finalPath) {
-                    try DiskCacheIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)),
-                                             path: temporary)
+                    try DiskCacheIO.writeAll(
+                        fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)),
+                        path: temporary)
                     throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
                 }
                 for step in steps(of: bytes) {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Foundation
 import Logging
@@ -48,8 +48,10 @@ public final class DiskCache: Sendable {
     /// interrupted writes, and evicts least recently used entries if the files exceed `sizeLimit`. `expiry` says when a
     /// record stops being fresh, for sweeps (by default its stored `expiresAt`).
     /// - Throws: ``DiskCacheError`` when the directory cannot be created or listed.
-    public convenience init(directory: URL, sizeLimit: Int, logger: Logger,
-                            expiry: @escaping @Sendable (CacheRecord) -> Date = { $0.expiresAt }) throws {
+    public convenience init(
+        directory: URL, sizeLimit: Int, logger: Logger,
+        expiry: @escaping @Sendable (CacheRecord) -> Date = { $0.expiresAt }
+    ) throws {
         var options = DiskCacheOptions()
         options.expiry = expiry
         try self.init(directory: directory, sizeLimit: sizeLimit, logger: logger, options: options)
@@ -130,7 +132,9 @@ public final class DiskCache: Sendable {
         do {
             return try loadRecord(parsed).record
         } catch {
-            if case .io = error.diskCacheError { logger.warning("disk cache: cannot read the record of \(key): \(error)") }
+            if case .io = error.diskCacheError {
+                logger.warning("disk cache: cannot read the record of \(key): \(error)")
+            }
             return nil
         }
     }
@@ -149,7 +153,8 @@ public final class DiskCache: Sendable {
         let now = options.now()
         let checksum: UInt32? = withIndex { index in
             guard let entry = index.markUsed(key, at: now),
-                  abs(now.timeIntervalSince(entry.persistedAccess)) >= options.accessPersistInterval else { return nil }
+                abs(now.timeIntervalSince(entry.persistedAccess)) >= options.accessPersistInterval
+            else { return nil }
             index.modify(key, generation: entry.generation) { $0.persistedAccess = now }
             return entry.checksum
         }

@@ -26,7 +26,8 @@ enum DiskCacheCRC32 {
             while remaining >= 8 {
                 let low = UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self)) ^ value
                 let high = UInt32(littleEndian: pointer.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                value = table[7 &* 256 &+ Int(low & 0xff)] ^ table[6 &* 256 &+ Int((low >> 8) & 0xff)]
+                value =
+                    table[7 &* 256 &+ Int(low & 0xff)] ^ table[6 &* 256 &+ Int((low >> 8) & 0xff)]
                     ^ table[5 &* 256 &+ Int((low >> 16) & 0xff)] ^ table[4 &* 256 &+ Int(low >> 24)]
                     ^ table[3 &* 256 &+ Int(high & 0xff)] ^ table[2 &* 256 &+ Int((high >> 8) & 0xff)]
                     ^ table[256 &+ Int((high >> 16) & 0xff)] ^ table[Int(high >> 24)]

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Foundation
 
@@ -70,8 +70,10 @@ enum DiskCacheIO {
     }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
-    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, offset: Int,
-                          path: String) throws -> Int {
+    static func readFully(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, offset: Int,
+        path: String
+    ) throws -> Int {
         guard let base = buffer.baseAddress else { return 0 }
         var done = 0
         while done < buffer.count {
@@ -181,8 +183,10 @@ enum DiskCacheIO {
 
     /// Calls `body` with each name in the directory `path` (without "." and ".."), its length and the directory's
     /// descriptor, for `fstatat`. Names must not be removed while the listing runs.
-    static func forEachName(in path: String,
-                            _ body: (UnsafePointer<UInt8>, Int, Int32) throws -> Void) throws {
+    static func forEachName(
+        in path: String,
+        _ body: (UnsafePointer<UInt8>, Int, Int32) throws -> Void
+    ) throws {
         var directory: OpaquePointer?
         repeat { directory = opendir(path) } while directory == nil && errno == EINTR
         guard let directory else { throw DiskCacheSystemError(operation: "opendir", path: path, code: errno) }

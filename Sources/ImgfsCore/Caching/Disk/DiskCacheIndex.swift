@@ -21,8 +21,10 @@ struct DiskCacheEntry: Sendable {
     /// Whether the body was checked against its checksum since the cache was opened.
     var verified = false
 
-    init(key: DiskCacheKey, size: Int, checksum: UInt32, lastAccess: Date, persistedAccess: Date,
-         expiresAt: Date? = nil, loaded: DiskCacheLoadedRecord? = nil, verified: Bool = false) {
+    init(
+        key: DiskCacheKey, size: Int, checksum: UInt32, lastAccess: Date, persistedAccess: Date,
+        expiresAt: Date? = nil, loaded: DiskCacheLoadedRecord? = nil, verified: Bool = false
+    ) {
         self.key = key
         self.size = size
         self.checksum = checksum

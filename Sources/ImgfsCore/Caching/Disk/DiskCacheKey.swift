@@ -40,7 +40,8 @@ struct DiskCacheKey: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// The 64-character text of the key.
     var description: String {
-        DiskCacheLayout.hex(word0) + DiskCacheLayout.hex(word1) + DiskCacheLayout.hex(word2) + DiskCacheLayout.hex(word3)
+        DiskCacheLayout.hex(word0) + DiskCacheLayout.hex(word1) + DiskCacheLayout.hex(word2)
+            + DiskCacheLayout.hex(word3)
     }
 
     /// The name of the key's subdirectory: its first two characters.

@@ -63,7 +63,8 @@ struct DiskCacheScanner {
                     do {
                         try scan(subdirectory, into: &part)
                     } catch {
-                        logger.warning("disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
+                        logger.warning(
+                            "disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
                     }
                 }
                 parts.withLock { [part] in $0.append(part) }
@@ -111,8 +112,10 @@ struct DiskCacheScanner {
             }
             if files.count > 1 { files = resolve(key, files, leftovers: &leftovers) }
             guard let current = files.first else { continue }
-            result.entries.append(DiskCacheEntry(key: key, size: current.size, checksum: current.checksum,
-                                                 lastAccess: current.modified, persistedAccess: current.modified))
+            result.entries.append(
+                DiskCacheEntry(
+                    key: key, size: current.size, checksum: current.checksum,
+                    lastAccess: current.modified, persistedAccess: current.modified))
         }
         leftovers += metas.map(DiskCacheLayout.metaName)
         for name in leftovers where removeLeftover(path + "/" + name) { result.removedFiles += 1 }
