@@ -1,7 +1,6 @@
 import Glibc
 import ImgfsCore
 import Logging
-import Synchronization
 
 /// Watches the memory limit of the process's own memory cgroup, v1 (`memory.limit_in_bytes`, `memory.usage_in_bytes`,
 /// `memory.stat`) or v2 (`memory.max`, `memory.current`, `memory.stat`), by polling, because a PSI trigger on the v2
@@ -30,8 +29,7 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
     public let minimumInterval: Duration
     private let onLimit: @Sendable (Int?) -> Void
     private let logger: Logger
-    private let worker = Locked<PollingWorker?>(nil)
-    private let stopped = Atomic<Bool>(false)
+    private let lifecycle = PollingLifecycle()
 
     /// A watch reading every `interval`; `onLimit` hears of each new limit (to size caches by it).
     public init(
@@ -47,21 +45,21 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
     }
 
     public func start(_ onPressure: @escaping @Sendable (String) -> Void) {
-        worker.withLock { worker in
-            guard worker == nil, !stopped.load(ordering: .relaxed) else { return }
-            worker = try? PollingWorker(name: "imgfs-cgroup") { wakeFD in self.run(wakeFD: wakeFD, onPressure) }
+        do {
+            _ = try lifecycle.start(name: "imgfs-cgroup") { wakeFD in self.run(wakeFD: wakeFD, onPressure) }
+        } catch {
+            logger.error("cannot start the memory cgroup watch", metadata: ["error": "\(error)"])
         }
     }
 
     public func stop() {
-        stopped.store(true, ordering: .relaxed)
-        worker.withLock { $0 }?.stop()
+        lifecycle.stop()
     }
 
     private func run(wakeFD: Int32, _ onPressure: @Sendable (String) -> Void) {
         var edge = PressureEdge(minimumInterval: minimumInterval)
         var limitInForce: Int?
-        while !stopped.load(ordering: .relaxed) {
+        lifecycle.repeatEvery(interval, wakeFD: wakeFD) {
             let reading = Self.read()
             if reading?.limit != limitInForce {
                 limitInForce = reading?.limit
@@ -79,9 +77,7 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
                     "memory cgroup v\(reading.version) working set \(used) above \(Int(usageFraction * 100)) % "
                     + "of its limit \(limit)"
             }
-            if let reason = edge.record(reason), !stopped.load(ordering: .relaxed) { onPressure(reason) }
-            var wake = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-            if poll(&wake, 1, interval.pollTimeout) > 0 { return }
+            if let reason = edge.record(reason), !lifecycle.isStopped { onPressure(reason) }
         }
     }
 

@@ -23,14 +23,8 @@ public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
     /// The least time between two calls of `onPressure`.
     public let minimumInterval: Duration
 
-    private enum Phase {
-        case idle
-        case running(PollingWorker)
-        case stopped
-    }
-
     private let logger: Logger
-    private let phase = Locked(Phase.idle)
+    private let lifecycle = PollingLifecycle()
 
     /// A monitor of `files` (this machine's by default) with the given threshold, reading every `interval`.
     public init(
@@ -51,18 +45,14 @@ public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
 
     /// Starts the polling thread and returns at once. Ignored (with a log line) when already started or stopped.
     public func start(_ onPressure: @escaping @Sendable (_ reason: String) -> Void) {
-        let started = phase.withLock { phase -> Bool in
-            guard case .idle = phase else { return false }
-            do {
-                let worker = try PollingWorker(name: "imgfs-meminfo") { wakeFD in
-                    self.run(wakeFD: wakeFD, onPressure: onPressure)
-                }
-                phase = .running(worker)
-                return true
-            } catch {
-                logger.error("cannot start the memory monitor thread", metadata: ["error": "\(error)"])
-                return false
+        let started: Bool
+        do {
+            started = try lifecycle.start(name: "imgfs-meminfo") { wakeFD in
+                self.run(wakeFD: wakeFD, onPressure: onPressure)
             }
+        } catch {
+            logger.error("cannot start the memory monitor thread", metadata: ["error": "\(error)"])
+            return
         }
         if started {
             logger.info(
@@ -79,36 +69,22 @@ public final class MemAvailableMonitor: MemoryPressureSource, Sendable {
     /// Stops the polling thread and joins it; idempotent. Called from inside `onPressure` it returns at once and the
     /// thread ends when the handler returns.
     public func stop() {
-        let previous = phase.withLock { phase -> Phase in
-            let previous = phase
-            phase = .stopped
-            return previous
-        }
-        if case .running(let worker) = previous { worker.stop() }
-    }
-
-    private var isStopped: Bool {
-        phase.withLock { phase in
-            if case .stopped = phase { return true }
-            return false
-        }
+        lifecycle.stop()
     }
 
     private func run(wakeFD: Int32, onPressure: @Sendable (String) -> Void) {
         var edge = PressureEdge(minimumInterval: minimumInterval)
         var warnedUnreadable = false
-        while !isStopped {
+        lifecycle.repeatEvery(interval, wakeFD: wakeFD) {
             let snapshot = MemorySnapshot.read(files)
             if snapshot.available == nil && !warnedUnreadable {
                 warnedUnreadable = true
                 logger.warning("cannot read MemAvailable", metadata: ["file": "\(files.meminfo)"])
             }
             let reason = snapshot.pressure(threshold: thresholdBytes, usageFraction: cgroupUsageFraction)
-            if let reason = edge.record(reason), !isStopped {
+            if let reason = edge.record(reason), !lifecycle.isStopped {
                 onPressure(reason)
             }
-            var wake = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-            if isStopped || poll(&wake, 1, interval.pollTimeout) > 0 { return }
         }
     }
 }

@@ -18,15 +18,9 @@ public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
     /// The least time between two calls of `onPressure`.
     public let minimumInterval: Duration
 
-    private enum Phase {
-        case idle
-        case running(PollingWorker)
-        case stopped
-    }
-
     private let triggerFD: Int32
     private let logger: Logger
-    private let phase = Locked(Phase.idle)
+    private let lifecycle = PollingLifecycle()
 
     /// Registers a trigger for `threshold` of stall within `window` on `path`, or when `path` is nil on the own cgroup
     /// v2 group's `memory.pressure` if there is one, else /proc/pressure/memory (the first that accepts the trigger).
@@ -90,18 +84,14 @@ public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
 
     /// Starts the polling thread and returns at once. Ignored (with a log line) when already started or stopped.
     public func start(_ onPressure: @escaping @Sendable (_ reason: String) -> Void) {
-        let started = phase.withLock { phase -> Bool in
-            guard case .idle = phase else { return false }
-            do {
-                let worker = try PollingWorker(name: "imgfs-psi") { wakeFD in
-                    self.run(wakeFD: wakeFD, onPressure: onPressure)
-                }
-                phase = .running(worker)
-                return true
-            } catch {
-                logger.error("cannot start the PSI polling thread", metadata: ["error": "\(error)"])
-                return false
+        let started: Bool
+        do {
+            started = try lifecycle.start(name: "imgfs-psi") { wakeFD in
+                self.run(wakeFD: wakeFD, onPressure: onPressure)
             }
+        } catch {
+            logger.error("cannot start the PSI polling thread", metadata: ["error": "\(error)"])
+            return
         }
         if started {
             logger.info("watching memory pressure with PSI", metadata: ["file": "\(path)", "trigger": "\(trigger)"])
@@ -113,28 +103,10 @@ public final class PSIMemoryPressure: MemoryPressureSource, Sendable {
     /// Stops the polling thread, joins it and closes the trigger; idempotent. Called from inside `onPressure` it
     /// returns at once and the thread ends when the handler returns.
     public func stop() {
-        let previous = phase.withLock { phase -> Phase in
-            let previous = phase
-            phase = .stopped
-            return previous
-        }
-        switch previous {
-        case .stopped:
-            return
-        case .idle:
-            close(triggerFD)
-        case .running(let worker):
-            worker.stop()
-            close(triggerFD)
-        }
+        if lifecycle.stop() { close(triggerFD) }
     }
 
-    private var isStopped: Bool {
-        phase.withLock { phase in
-            if case .stopped = phase { return true }
-            return false
-        }
-    }
+    private var isStopped: Bool { lifecycle.isStopped }
 
     private func run(wakeFD: Int32, onPressure: @Sendable (String) -> Void) {
         var limiter = RateLimiter(minimumInterval: minimumInterval)
