@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsCore
 import Synchronization
+import ImgfsTestSupport
 import Testing
 
 /// A maker that records where and how often it ran, and answers what the test says.
@@ -50,8 +51,7 @@ struct VariantStoreTests {
 
     /// Waits (up to 5 s) until `replies` has `count` values.
     func wait<Value>(_ replies: Replies<Value>, count: Int) -> [Value] {
-        let deadline = Date().addingTimeInterval(5)
-        while replies.all.count < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        Poll.until(timeout: 5, interval: 0.005) { replies.all.count >= count }
         return replies.all
     }
 

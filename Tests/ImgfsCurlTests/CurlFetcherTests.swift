@@ -125,17 +125,14 @@ struct CurlFetcherTests {
         defer { fetcher.shutdown() }
         let observer = RecordingObserver()
         let handle = fetcher.start(FetchRequest(url: try ImageURL("\(origin.baseURL)/hang.png")), observer: observer)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while origin.requestCount("/hang.png") == 0 && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        Poll.until(timeout: 5) { origin.requestCount("/hang.png") > 0 }
         try #require(origin.requestCount("/hang.png") == 1)
         let cancelled = ContinuousClock.now
         handle.cancel()
         #expect(observer.waitForCompletion(seconds: 2) == .cancelled)
         #expect(ContinuousClock.now - cancelled < .seconds(1))
         // Longer than the retry delays (10 ms base): a retry would have shown up by now.
-        Thread.sleep(forTimeInterval: 0.3)
+        Poll.elapse(0.3)
         #expect(origin.requestCount("/hang.png") == 1)
         #expect(observer.completionCount == 1)
     }

@@ -27,7 +27,7 @@ struct CommandLineTests {
         #expect(try sh("'\(binary)' purge '\(mount.mountPoint)'").status == 0)
         #expect(mount.statistics()["repository.memory_entries"] == 0)
         #expect(mount.statistics()["repository.disk_entries"] == 2)
-        Thread.sleep(forTimeInterval: 2.2)
+        Poll.elapse(2.2)  // past the expiry
         #expect(PosixFile.read(mount.path("\(origin.baseURL)/2.png")) == .success(icons[2]))
         #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 3 })
         #expect(try sh("'\(binary)' purge --expired '\(mount.mountPoint)'").status == 0)
@@ -91,8 +91,7 @@ struct CommandLineTests {
             as? [String: Any])?["pid"] as? Int
         #expect(try sh("fusermount3 -u '\(directory)'").status == 0)
         if let pid {
-            let deadline = Date().addingTimeInterval(5)
-            while kill(pid_t(pid), 0) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            Poll.until(timeout: 5, interval: 0.05) { kill(pid_t(pid), 0) != 0 }
             #expect(kill(pid_t(pid), 0) != 0, "the daemon exited")
             if kill(pid_t(pid), 0) == 0 { kill(pid_t(pid), SIGKILL) }
         }

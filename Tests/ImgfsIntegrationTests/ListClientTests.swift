@@ -136,11 +136,6 @@ struct ListClientTests {
     }
 
     private func waitFor(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
-        return false
+        Poll.until(timeout: timeout, interval: 0.2, condition)
     }
 }

@@ -73,10 +73,7 @@ struct ListTests {
         // `list add` looked the folder up; the kernel keeps that name for at most a second (stat of a folder fetches
         // nothing).
         let removed = "\(fixture.mount.mountPoint)/lists/two"
-        let deadline = Date().addingTimeInterval(5)
-        while PosixFile.size(removed) != .failure(Errno(ENOENT)) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        Poll.until(timeout: 5, interval: 0.05) { PosixFile.size(removed) == .failure(Errno(ENOENT)) }
         #expect(PosixFile.size(removed) == .failure(Errno(ENOENT)))
         #expect(PosixFile.size("\(removed)/00001-1.png") == .failure(Errno(ENOENT)))
         #expect(fixture.origin.totalRequests == 0)

@@ -46,12 +46,10 @@ struct LoadTests {
         let peak = Self.peakResidentBytes(mount.process.pid)
         #expect(peak > 0 && peak <= (64 << 20) + Self.fixedOverhead, "peak RSS \(peak / (1 << 20)) MiB")
         var settled = Self.usage(mount.process.pid)
-        let deadline = Date().addingTimeInterval(10)
-        while (settled.files > idle.files || settled.sockets > idle.sockets + 16 || settled.threads > idle.threads + 4)
-            && Date() < deadline
-        {
-            Thread.sleep(forTimeInterval: 0.2)
+        Poll.until(timeout: 10, interval: 0.2) {
             settled = Self.usage(mount.process.pid)
+            return settled.files <= idle.files && settled.sockets <= idle.sockets + 16
+                && settled.threads <= idle.threads + 4
         }
         #expect(settled.files <= idle.files, "open files: idle \(idle.files), after \(settled.files)")
         #expect(

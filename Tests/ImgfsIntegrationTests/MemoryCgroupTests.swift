@@ -66,8 +66,7 @@ struct MemoryCgroupTests {
         try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
         defer {
             // The group can go once the daemon has exited (it is stopped first, below).
-            let deadline = Date().addingTimeInterval(10)
-            while rmdir(group) != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            Poll.until(interval: 0.05) { rmdir(group) == 0 }
         }
         try "150M".write(toFile: group + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)
         let image = try Fixtures.largeJPEG()

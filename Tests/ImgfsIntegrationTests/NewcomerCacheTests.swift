@@ -14,8 +14,7 @@ struct NewcomerCacheTests {
 
     /// Waits until `date` (these tests are about time passing, so there is no condition to poll instead).
     private func wait(until date: Date) {
-        let left = date.timeIntervalSinceNow
-        if left > 0 { Thread.sleep(forTimeInterval: left) }
+        Poll.elapse(max(0, date.timeIntervalSinceNow))
     }
 
     @Test(

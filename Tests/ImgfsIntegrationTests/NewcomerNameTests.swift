@@ -92,7 +92,7 @@ struct NewcomerNameTests {
         #expect(PosixFile.read(file) == .success(icon))
         #expect(PosixFile.size(file) == .success(icon.count))
         origin.removeAllRoutes()
-        Thread.sleep(forTimeInterval: 1.2)  // the copy must expire (time itself is the condition)
+        Poll.elapse(1.2)  // the copy must expire (time itself is the condition)
         #expect(PosixFile.read(file) == .failure(Errno(ENOENT)), "revalidated: 404 drops it")
         #expect(PosixFile.size(file) == .failure(Errno(ENOENT)), "the kernel kept no attributes of it")
         #expect(try sh("[ -e '\(file)' ]").status != 0)

@@ -145,7 +145,7 @@ struct PassthroughTests {
             let old = try OpenFile(path)  // passthrough, on the first body's file
             #expect(digest(readWhileStopped(old, mount)) == digest(.success(first)), "a passthrough open")
             version.withLock { $0 = 2 }
-            Thread.sleep(forTimeInterval: 1.3)
+            Poll.elapse(1.3)  // past the 1 s expiry
             let new = try OpenFile(path)  // revalidated: other bytes, while the old passthrough open lives
             #expect(digest(new.readAll()) == digest(.success(second)), "the new bytes")
             #expect(digest(old.readAll()) == digest(.success(first)), "the open file's own image, whole")

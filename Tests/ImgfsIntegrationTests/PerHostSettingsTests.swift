@@ -78,16 +78,13 @@ struct KeepOfflineTests {
         }
         #expect(entries() == 2)
         // The sweep at start removes entries expired for longer than --max-stale (1 s): wait until both are.
-        while Date() < fetchedAt.addingTimeInterval(2.5) { Thread.sleep(forTimeInterval: 0.05) }
+        Poll.elapse(max(0, fetchedAt.addingTimeInterval(2.5).timeIntervalSinceNow))
         origin.stop()
         let mount = try MountedImgfs(
             arguments: ["--policy-file", policy, "--expire", "1s", "--max-stale", "1s"],
             cacheDirectory: cache)
         defer { mount.stop() }
-        let deadline = Date().addingTimeInterval(10)
-        while !mount.log.contains("disk cache sweep removed 1 expired entries"), Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        _ = mount.waitForLog { $0.contains("disk cache sweep removed 1 expired entries") }
         #expect(mount.log.contains("disk cache sweep removed 1 expired entries"), "\(mount.log)")
         #expect(entries() == 1, "the keep-offline host's entry stays")
         #expect(PosixFile.read(mount.path(origin.baseURL + "/kept.png")) == .success(image), "served offline")

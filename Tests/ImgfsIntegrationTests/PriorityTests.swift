@@ -18,9 +18,8 @@ struct PriorityTests {
             MountedImgfs.binary,
             ["prefetch", "--quiet", "--concurrency", "16", fixture.mount.mountPoint, list])
         defer { prefetch.kill9AndReap() }
-        let deadline = Date().addingTimeInterval(10)
-        while fixture.origin.totalRequests == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        Thread.sleep(forTimeInterval: 0.1)  // let every prefetch read reach the queue
+        Poll.until { fixture.origin.totalRequests > 0 }
+        Poll.elapse(0.1)  // let every prefetch read reach the queue (nothing observable says they have)
         #expect(PosixFile.read(fixture.mount.path(fixture.url(100))).map(\.count) == .success(fixture.icons[4].count))
         var paths = fixture.origin.requests().map(\.path)
         #expect(paths.firstIndex(of: "/v/100.png").map { $0 <= 1 } == true, "the read went next: \(paths)")

@@ -29,12 +29,7 @@ struct RequestRulesTests {
 
     /// Polls `condition` for up to `timeout` seconds.
     private func eventually(_ timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return condition()
+        Poll.until(timeout: timeout, interval: 0.02, condition)
     }
 
     @Test("headers, user agent, referer and cookies reach the origin, and not the other host after a redirect")

@@ -42,12 +42,7 @@ struct SharedTierTests {
 
     /// Waits (up to `timeout` seconds) for `condition`; returns whether it held.
     static func await(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return condition()
+        Poll.until(timeout: timeout, condition)
     }
 
     @Test("mount B's cold read of a URL mount A fetched makes no origin GET and gives the same bytes")

@@ -20,12 +20,7 @@ struct ShutdownTests {
 
     /// Polls `condition` every 10 ms until it holds or `timeout` seconds passed; returns whether it held.
     static func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { return false }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return true
+        Poll.until(timeout: timeout, condition)
     }
 
     @Test("SIGTERM to the daemon: every reader waiting for the network gets ECONNABORTED, and the daemon exits with 0")

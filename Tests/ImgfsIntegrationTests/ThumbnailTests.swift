@@ -189,12 +189,12 @@ struct ThumbnailTests {
         let path = { (name: String) throws -> String in try images.write(try PosixFile.read(file).get(), name) }
         #expect(try images.identify(try path("a.jpg")) == "JPEG 256 256")
         // Expired, unchanged: revalidated (304), the variant kept.
-        Thread.sleep(forTimeInterval: 1.2)
+        Poll.elapse(1.2)  // past the 1 s expiry
         #expect(try images.identify(try path("b.jpg")) == "JPEG 256 256")
         #expect(origin.requests().filter { $0.header("If-None-Match") != nil }.count >= 1)
         #expect(!mount.log.contains("variant made: 256x128"))
         current.withLock { $0 = 1 }
-        Thread.sleep(forTimeInterval: 1.2)
+        Poll.elapse(1.2)  // past the 1 s expiry
         #expect(try images.identify(try path("c.jpg")) == "JPEG 256 128")
         #expect(PosixFile.size(file) == .success(try images.bytes("c.jpg").count))
     }

@@ -55,9 +55,15 @@ public final class CacheTiers: Sendable {
             diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
     }
 
-    /// Whether either tier holds `key` (without counting a hit).
+    /// The size of the image cached under `key` (memory, a queued write or disk), or nil when none holds it.
+    func cachedSize(_ key: String) -> Int? {
+        memory.peek(key)?.metadata.size ?? writes.queuedImage(forKey: key)?.metadata.size
+            ?? disk?.record(forKey: key)?.size
+    }
+
+    /// Whether a tier holds `key` (without counting a hit).
     func holds(_ key: String) -> Bool {
-        memory.peek(key) != nil || disk?.record(forKey: key) != nil
+        cachedSize(key) != nil
     }
 
     /// Bytes `offset ..< offset + count` of the disk entry `record` of `url`: the whole image moves to memory when it

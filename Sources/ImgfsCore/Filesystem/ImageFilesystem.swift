@@ -112,7 +112,7 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
-            lists?.lookedUp(url, report: repository.report(url))
+            lists?.lookedUp(url, cached: repository.tiers.holds(url.cacheKey))
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, reply: reply)
             } else {
@@ -182,7 +182,13 @@ public final class ImageFilesystem: Sendable {
         if forWriting { return reply(.failure(.readOnly)) }
         switch node {
         case .image(let url):
-            lists?.opened(url, report: repository.report(url))
+            if let lists {
+                // Cheap for a cached image (every open asks); a miss asks the transfer for its size.
+                let cachedSize = repository.tiers.cachedSize(url.cacheKey)
+                lists.opened(
+                    url, cached: cachedSize != nil,
+                    size: cachedSize ?? repository.report(url).metadata?.size)
+            }
             repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }

@@ -81,12 +81,12 @@ public final class HostDirectories: Sendable {
     /// `url` was opened: counts it for its host and returns whether it was a hit (a cache held it when it was looked
     /// up and holds it now); a miss waited for, or joined, a transfer.
     @discardableResult
-    func opened(_ url: ImageURL, report: ImageReport) -> Bool {
+    func opened(_ url: ImageURL, cached: Bool, size: Int?) -> Bool {
         let missedAtLookup = uncached.withLock { $0.remove(url) != nil }
-        let hit = !missedAtLookup && (report.source == .memory || report.source == .disk)
+        let hit = !missedAtLookup && cached
         counters.withLock { counters in
             counters[Self.directoryName(url), default: Counters()].countOpen(
-                hit: hit, bytes: report.metadata?.size ?? 0)
+                hit: hit, bytes: size ?? 0)
         }
         return hit
     }

@@ -40,15 +40,15 @@ public final class ListDirectories: Sendable {
     }
 
     /// `url` is being looked up (by any name): remembers whether it was cached, for the hit and miss counters.
-    func lookedUp(_ url: ImageURL, report: ImageReport) {
-        hosts.lookedUp(url, cached: report.source == .memory || report.source == .disk)
+    func lookedUp(_ url: ImageURL, cached: Bool) {
+        hosts.lookedUp(url, cached: cached)
     }
 
     /// `url` is being opened: counts it for its host, and loads ahead when it was looked up in a list.
-    func opened(_ url: ImageURL, report: ImageReport) {
-        let hit = hosts.opened(url, report: report)
+    func opened(_ url: ImageURL, cached: Bool, size: Int?) {
+        let hit = hosts.opened(url, cached: cached, size: size)
         guard let (name, index) = positions.withLock({ $0[url] }) else { return }
-        let bytes = report.metadata?.size ?? 0
+        let bytes = size ?? 0
         readAheadQueue.async { [self] in
             guard let list = store.list(name), list.entries.indices.contains(index),
                 list.entries[index].urlText == url.string

@@ -3,7 +3,7 @@
 extension ActivePolicy {
     /// `base` with the expiry and cache-control of `host`'s rule.
     public static func expiry(for host: String, default base: ExpiryPolicy) -> ExpiryPolicy {
-        guard let rule = rules.rule(for: host) else { return base }
+        guard let rule = rule(for: host) else { return base }
         var policy = base
         policy.lifetime = rule.expire ?? base.lifetime
         policy.honorsCacheControl = rule.cacheControl ?? base.honorsCacheControl
@@ -12,7 +12,7 @@ extension ActivePolicy {
 
     /// `base` with the max size of `host`'s rule.
     public static func limits(for host: String, default base: Download.Limits) -> Download.Limits {
-        guard let maxSize = rules.rule(for: host)?.maxSize else { return base }
+        guard let maxSize = rule(for: host)?.maxSize else { return base }
         var limits = base
         limits.maxSize = maxSize
         return limits
@@ -21,12 +21,12 @@ extension ActivePolicy {
     /// Whether the disk copy of `url` (its text) is kept however long expired.
     public static func keepsOffline(url: String) -> Bool {
         guard let url = try? ImageURL(url) else { return false }
-        return rules.rule(for: url.host)?.keepOffline == true
+        return rule(for: url.host)?.keepOffline == true
     }
 
     /// The transfers per host of the rule for the host of `hostKey` (`scheme://host:port`), if it sets one.
     public static func transfersPerHost(hostKey: String) -> Int? {
         guard let url = try? ImageURL(hostKey + "/") else { return nil }
-        return rules.rule(for: url.host)?.transfersPerHost
+        return rule(for: url.host)?.transfersPerHost
     }
 }

@@ -1,9 +1,23 @@
+import Synchronization
+
 /// The request rules in force in this process: set at mount, replaced when the policy file is reloaded.
 ///
 /// Guarantees: readers see either the old or the new rules, never a mixture; a URL's cache key is computed once, when
-/// its ``ImageURL`` is made, so a reload changes the keys of URLs named afterwards only.
+/// its ``ImageURL`` is made, so a reload changes the keys of URLs named afterwards only. Without policy rules (and
+/// without cache-key rules) the per-request questions are answered without taking the lock: every lookup and open
+/// asks them, from every FUSE thread at once.
 public enum ActivePolicy {
     private static let current = Locked(HostRules())
+    /// Whether any policy rule is in force (else no host has settings of its own).
+    private static let hasHostRules = Atomic<Bool>(false)
+    /// Whether any query parameter is dropped from cache keys.
+    private static let dropsQuery = Atomic<Bool>(false)
+
+    /// The policy rule for `host`, if one matches (nil at once when there are none).
+    static func rule(for host: String) -> HostRule? {
+        guard hasHostRules.load(ordering: .acquiring) else { return nil }
+        return current.withLock { $0.rule(for: host) }
+    }
 
     /// The rules now.
     public static var rules: HostRules { current.withLock { $0 } }
@@ -11,6 +25,10 @@ public enum ActivePolicy {
     /// Replaces the rules.
     public static func replace(with rules: HostRules) {
         current.withLock { $0 = rules }
+        hasHostRules.store(!rules.rules.isEmpty, ordering: .releasing)
+        dropsQuery.store(
+            !rules.defaults.dropQuery.isEmpty || rules.rules.contains { !$0.dropQuery.isEmpty },
+            ordering: .releasing)
     }
 
     /// What a request to `host` carries now.
@@ -20,6 +38,7 @@ public enum ActivePolicy {
 
     /// The text `resource` (of a URL of `host`) is cached under.
     static func cacheKeyText(for resource: String, host: String) -> String {
-        current.withLock { $0.cacheKeyRules(for: host) }.keyText(for: resource)
+        guard dropsQuery.load(ordering: .acquiring) else { return resource }
+        return current.withLock { $0.cacheKeyRules(for: host) }.keyText(for: resource)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsCore
 import Logging
+import ImgfsTestSupport
 import Testing
 
 /// The shared tier's logic against a fake store and a hand-driven origin (the real Redis is in the integration tests).
@@ -24,12 +25,7 @@ struct SharedTierFetcherTests {
     }
 
     private func wait(_ condition: () -> Bool) -> Bool {
-        let deadline = Date() + 10
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.002)
-        }
-        return false
+        Poll.until(timeout: 10, interval: 0.002, condition)
     }
 
     /// Fetches `url` through `fetcher` into a Download; returns it once it ended.
