@@ -41,6 +41,7 @@ public struct AddressPolicy: Hashable, Sendable {
     /// private networks are denied, `localhost` and `*.localhost` names (always loopback, RFC 6761). The caller checks
     /// the address a cached image came from, when it was recorded, with ``refusal(numericAddress:)``.
     public func refusal(cachedHost host: String) -> String? {
+        guard denyPrivateNetworks || !allowedHosts.isEmpty else { return nil }  // every lookup asks
         if let refusal = refusal(host: host) { return refusal }
         let name = Self.normalised(host)
         guard denyPrivateNetworks, name == "localhost" || name.hasSuffix(".localhost") else { return nil }
