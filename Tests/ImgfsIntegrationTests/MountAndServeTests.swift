@@ -110,7 +110,7 @@ struct MountAndServeTests {
             try ChildProcess.spawn("/bin/cat", [mount.path("\(slow.baseURL)/held/\(index)")])
         }
         defer { held.forEach { $0.kill9AndReap() } }
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(Poll.until { slow.totalRequests >= 6 }, "the opens reached the slow origin (6 per host at once)")
         let quick = mount.path(fast.baseURL + "/quick.png")
         let start = Date()
         #expect(PosixFile.size(quick) == .success(icon.count))
@@ -135,7 +135,7 @@ struct MountAndServeTests {
         defer { mount.stop() }
         let reader = try ChildProcess.spawn("/bin/cat", [mount.path(origin.baseURL + "/held.png")])
         defer { reader.kill9AndReap() }
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(Poll.until { origin.requestCount("/held.png") == 1 }, "the open waits on the origin")
         #expect(reader.isRunning)
         let start = Date()
         reader.signal(SIGINT)
@@ -159,10 +159,10 @@ struct MountAndServeTests {
         defer { mount.stop() }
         let alone = try ChildProcess.spawn("/bin/cat", [mount.path(origin.baseURL + "/alone.jpg")])
         defer { alone.kill9AndReap() }
-        Thread.sleep(forTimeInterval: 1)
+        #expect(Poll.until { origin.bodyBytesSent("/alone.jpg") >= 128 << 10 }, "the transfer is under way")
         alone.signal(SIGINT)
         #expect(alone.wait(timeout: 5) == 128 + SIGINT)
-        Thread.sleep(forTimeInterval: 1)
+        #expect(mount.waitForLog { $0.contains("transfer cancelled: nobody wants it any more") })
         let sent = origin.bodyBytesSent("/alone.jpg")
         #expect(sent < image.count / 2, "the transfer stopped at \(sent) of \(image.count) bytes")
         #expect(mount.log.contains("transfer cancelled: nobody wants it any more"))
@@ -170,7 +170,7 @@ struct MountAndServeTests {
         defer { quitter.kill9AndReap() }
         let stayer = ParallelThreads.run(2) { index -> Result<[UInt8], Errno>? in
             if index == 0 {
-                Thread.sleep(forTimeInterval: 0.3)
+                Poll.until { origin.bodyBytesSent("/shared.jpg") > 0 }  // the shared transfer is under way
                 quitter.signal(SIGINT)
                 return nil
             }
