@@ -66,7 +66,10 @@ struct ListClientTests {
             let xvfb = try ChildProcess.spawn(
                 "/usr/bin/Xvfb", [display, "-screen", "0", "800x600x24", "-nolisten", "tcp"])
             defer { xvfb.kill9AndReap() }
-            #expect(waitFor { (try? sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1").status) == 0 })
+            #expect(
+                Poll.until(timeout: 20, interval: 0.2) {
+                    (try? sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1").status) == 0
+                })
             var environment = ProcessInfo.processInfo.environment
             environment["DISPLAY"] = display
             let viewerLog = "\(fixture.mount.root)/sxiv.log"
@@ -77,7 +80,7 @@ struct ListClientTests {
             let shot = "\(fixture.mount.root)/sxiv.png"
             var colours = 0
             #expect(
-                waitFor {
+                Poll.until(timeout: 20, interval: 0.2) {
                     let capture = try? sh(
                         "DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' "
                             + "'\(shot)'"
@@ -133,9 +136,5 @@ struct ListClientTests {
             #expect(try sh("cp -r '\(directory)' '\(copy)' && diff -r '\(directory)' '\(copy)'").status == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: copy).sorted() == names)
         }
-    }
-
-    private func waitFor(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: timeout, interval: 0.2, condition)
     }
 }

@@ -56,7 +56,8 @@ struct MountHelperTests {
         #expect(unmount.status == 0, "umount: \(unmount.output)")
         #expect(!scratch.isMounted)
         #expect(
-            ScratchMount.wait(timeout: 15) { !ScratchMount.isAlive(pid) }, "the daemon (pid \(pid)) exits after umount")
+            Poll.until(timeout: 15, interval: 0.02) { !ScratchMount.isAlive(pid) },
+            "the daemon (pid \(pid)) exits after umount")
     }
 
     @Test(
@@ -126,7 +127,9 @@ struct MountHelperTests {
             environment: environment)
         #expect(unmount.status == 0, "imgfs-unmount: \(unmount.output)")
         #expect(!scratch.isMounted)
-        #expect(ScratchMount.wait(timeout: 15) { !ScratchMount.isAlive(pid) }, "the daemon exits after imgfs-unmount")
+        #expect(
+            Poll.until(timeout: 15, interval: 0.02) { !ScratchMount.isAlive(pid) },
+            "the daemon exits after imgfs-unmount")
 
         // --log-file moves the log, and the message says so.
         let custom = "\(scratch.root)/custom.log"
@@ -183,7 +186,7 @@ struct MountHelperTests {
 
         // A daemon killed with its mount in place leaves a dead mount ("Transport endpoint is not connected").
         kill(pid, SIGKILL)
-        #expect(ScratchMount.wait(timeout: 10) { !ScratchMount.isAlive(pid) && scratch.isDead })
+        #expect(Poll.until(timeout: 10, interval: 0.02) { !ScratchMount.isAlive(pid) && scratch.isDead })
         let dead = try failure(scratch.mountPoint)
         #expect(dead.status != 0)
         #expect(

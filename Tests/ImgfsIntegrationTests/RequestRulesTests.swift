@@ -27,11 +27,6 @@ struct RequestRulesTests {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
-    /// Polls `condition` for up to `timeout` seconds.
-    private func eventually(_ timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: timeout, interval: 0.02, condition)
-    }
-
     @Test("headers, user agent, referer and cookies reach the origin, and not the other host after a redirect")
     func headersStayOnTheirHost() throws {
         let image = try Fixtures.smallPNGs(1)[0]
@@ -121,13 +116,13 @@ struct RequestRulesTests {
         #expect(origin.requestCount("/p-denied.png") == 0, "a denied host is never contacted")
         try write(rules("two"), to: policy)
         mount.process.signal(SIGHUP)
-        #expect(eventually { mount.log.contains("policy reloaded") })
+        #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy reloaded") })
         #expect(mount.isMounted, "SIGHUP reloads instead of unmounting")
         #expect(reads(mount.path(origin.baseURL + "/p2.png"), image))
         try write("rules:\n  - host: 127.0.0.1\n    colour: blue\n", to: policy)
         let reload = try ChildProcess.run(MountedImgfs.binary, ["reload", mount.mountPoint])
         #expect(reload.status == 0, "\(reload.output)")
-        #expect(eventually { mount.log.contains("policy.yaml:3: unknown key colour") })
+        #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy.yaml:3: unknown key colour") })
         #expect(reads(mount.path(origin.baseURL + "/p3.png"), image))
         let sent = Dictionary(origin.requests().map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         #expect(sent["/p1.png"]?.header("X-Rule") == "one")

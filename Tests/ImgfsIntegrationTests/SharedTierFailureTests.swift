@@ -42,7 +42,7 @@ struct SharedTierFailureTests {
         }
         try redis.start()
         var next = 6
-        let recovered = SharedTierTests.await {
+        let recovered = Poll.until(timeout: 20) {
             guard next < 30 else { return false }
             #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
             next += 1
@@ -83,7 +83,7 @@ struct SharedTierFailureTests {
         #expect(count("shared cache unusable (no answer within the timeout)", in: a.log) == 1, "\(a.log)")
         redis.signal(SIGCONT)
         var next = 6
-        let recovered = SharedTierTests.await {
+        let recovered = Poll.until(timeout: 20) {
             guard next < urls.count else { return false }
             Thread.sleep(forTimeInterval: 0.2)
             #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
@@ -113,7 +113,7 @@ struct SharedTierFailureTests {
         #expect(count("shared cache unusable", in: a.log) == 0, "a full Redis is still read")
         try redis.cli("CONFIG", "SET", "maxmemory", "0")
         var next = 4
-        let recovered = SharedTierTests.await {
+        let recovered = Poll.until(timeout: 20) {
             guard next < urls.count else { return false }
             #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
             next += 1

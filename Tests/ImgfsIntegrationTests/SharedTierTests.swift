@@ -40,11 +40,6 @@ struct SharedTierTests {
         }
     }
 
-    /// Waits (up to `timeout` seconds) for `condition`; returns whether it held.
-    static func await(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: timeout, condition)
-    }
-
     @Test("mount B's cold read of a URL mount A fetched makes no origin GET and gives the same bytes")
     func secondMountReadsTheSharedTier() throws {
         let redis = try RedisServer()
@@ -107,7 +102,7 @@ struct SharedTierTests {
         defer { b.stop() }
         let url = origin.baseURL + "/big.jpg"
         let readA = Thread.detachedRead(a.path(url))
-        #expect(Self.await { origin.bodyBytesSent("/big.jpg") >= 4 << 20 })
+        #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 4 << 20 })
         let prefix = try #require(PosixFile.readPrefix(b.path(url), count: 2 << 20))
         let sentWhenBHadIt = origin.bodyBytesSent("/big.jpg")
         #expect(prefix.bytes == Array(body.prefix(2 << 20)))
@@ -136,11 +131,11 @@ struct SharedTierTests {
         defer { b.stop() }
         let url = origin.baseURL + "/big.jpg"
         let readA = Thread.detachedRead(a.path(url))
-        #expect(Self.await { origin.bodyBytesSent("/big.jpg") >= 3 << 20 })
+        #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 3 << 20 })
         let start = Date()
         let readB = Thread.detachedRead(b.path(url))
-        #expect(Self.await { (b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1 })
-        #expect(Self.await { (b.statistics()["repository.in_flight"] ?? 0) >= 1 })
+        #expect(Poll.until(timeout: 20) { (b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1 })
+        #expect(Poll.until(timeout: 20) { (b.statistics()["repository.in_flight"] ?? 0) >= 1 })
         a.process.kill9AndReap()
         let fetchTime = Double(body.count) / Double(4 << 20)
         let resultB = readB.result(timeout: 60)

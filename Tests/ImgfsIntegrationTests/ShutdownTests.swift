@@ -18,11 +18,6 @@ struct ShutdownTests {
         }.count
     }
 
-    /// Polls `condition` every 10 ms until it holds or `timeout` seconds passed; returns whether it held.
-    static func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: timeout, condition)
-    }
-
     @Test("SIGTERM to the daemon: every reader waiting for the network gets ECONNABORTED, and the daemon exits with 0")
     func terminationInterruptsWaitingReaders() throws {
         let origin = try TestOrigin()
@@ -47,7 +42,7 @@ struct ShutdownTests {
                 done.signal()
             }
         }
-        #expect(Self.waitUntil(timeout: 15) { Self.waitingInFuse(getpid()) >= readers && origin.totalRequests == 2 })
+        #expect(Poll.until(timeout: 15) { Self.waitingInFuse(getpid()) >= readers && origin.totalRequests == 2 })
         mount.process.signal(SIGTERM)
         for _ in 0..<readers { #expect(done.wait(timeout: .now() + 15) == .success) }
         // ECONNABORTED for what each reader was waiting in (its open, its read, its lookup): what imgfs answers the
@@ -80,15 +75,15 @@ struct ShutdownTests {
             let readers = try (0..<200).map { _ in try ChildProcess.spawn("/bin/cat", [path]) }
             defer { readers.forEach { $0.kill9AndReap() } }
             #expect(
-                Self.waitUntil(timeout: 20) {
+                Poll.until(timeout: 20) {
                     origin.requestCount(target) == 1 && readers.allSatisfy { Self.waitingInFuse($0.pid) == 1 }
                 }, "every reader waits in the kernel for imgfs")
             readers.forEach { $0.signal(SIGINT) }
             for reader in readers { #expect(reader.wait(timeout: 10) != nil, "an interrupted reader returns at once") }
             let ended = "url=\(origin.baseURL + target) [ImgfsCore] fetch failed: cancelled"
-            #expect(Self.waitUntil(timeout: 10) { mount.log.contains(ended) })
+            #expect(Poll.until(timeout: 10) { mount.log.contains(ended) })
             // Nothing can be awaited for an absence: watch for a second request for a while.
-            let quiet = !Self.waitUntil(timeout: 1.5) { origin.requestCount(target) > 1 }
+            let quiet = !Poll.until(timeout: 1.5) { origin.requestCount(target) > 1 }
             let lines = mount.log.split(separator: "\n").filter { $0.contains(target) }.joined(separator: "\n")
             #expect(quiet, "run \(run): no transfer started again with nobody waiting; log:\n\(lines)")
         }

@@ -24,10 +24,6 @@ struct SharedTierFetcherTests {
             logger: Logger(label: "test"), resolve: resolve)
     }
 
-    private func wait(_ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: 10, interval: 0.002, condition)
-    }
-
     /// Fetches `url` through `fetcher` into a Download; returns it once it ended.
     private func fetch(
         _ fetcher: any ImageFetching, respond: ((ManualFetcher) -> Void)? = nil,
@@ -36,10 +32,12 @@ struct SharedTierFetcherTests {
         let download = Download(url: url)
         download.attach(fetcher.start(FetchRequest(url: url), observer: download))
         if let respond {
-            _ = wait { !origin.transfers.isEmpty }
+            _ = Poll.until(timeout: 10, interval: 0.002) { !origin.transfers.isEmpty }
             respond(origin)
         }
-        _ = wait { download.phase != .waitingForHead && download.phase != .receiving }
+        _ = Poll.until(timeout: 10, interval: 0.002) {
+            download.phase != .waitingForHead && download.phase != .receiving
+        }
         return download
     }
 
@@ -51,7 +49,7 @@ struct SharedTierFetcherTests {
         let first = fetch(a, respond: { $0.respond(body: Self.png) }, origin: originA)
         #expect(first.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
         let keys = SharedTierKeys(url: url)
-        #expect(wait { store.value(keys.meta) != nil })
+        #expect(Poll.until(timeout: 10, interval: 0.002) { store.value(keys.meta) != nil })
         #expect(store.keys.filter { $0.contains(":piece:") }.count == 3, "48 bytes in 16-byte pieces")
         #expect(store.value(keys.lease) == nil, "the lease is released")
         #expect(servedByStoreAlone(store))
@@ -71,7 +69,7 @@ struct SharedTierFetcherTests {
         let originA = ManualFetcher()
         _ = fetch(tier(store, origin: originA), respond: { $0.respond(body: Self.png) }, origin: originA)
         let keys = SharedTierKeys(url: url)
-        #expect(wait { store.value(keys.meta) != nil })
+        #expect(Poll.until(timeout: 10, interval: 0.002) { store.value(keys.meta) != nil })
         for key in store.keys where key.contains(":piece:") && key.hasSuffix(":1") {
             var value = store.value(key)!
             value[value.count - 1] ^= 0xff
@@ -84,7 +82,7 @@ struct SharedTierFetcherTests {
         #expect(second.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
         #expect(b.counters.rejected >= 1)
         // B published its body over the corrupt one: the next mount reads it without the origin.
-        #expect(wait { b.counters.published == 1 })
+        #expect(Poll.until(timeout: 10, interval: 0.002) { b.counters.published == 1 })
         #expect(servedByStoreAlone(store))
     }
 
@@ -122,7 +120,7 @@ struct SharedTierFetcherTests {
         let origin = ManualFetcher()
         let fetcher = tier(store, origin: origin, configure: { $0.expiry = ExpiryPolicy(honorsCacheControl: true) })
         _ = fetch(fetcher, respond: { $0.respond(body: Self.png, cacheControl: "no-store") }, origin: origin)
-        #expect(wait { store.value(SharedTierKeys(url: url).lease) == nil })
+        #expect(Poll.until(timeout: 10, interval: 0.002) { store.value(SharedTierKeys(url: url).lease) == nil })
         #expect(!store.keys.contains { $0.contains(":meta:") || $0.contains(":piece:") })
         let calls = store.callCount
         let download = Download(url: url)
@@ -137,7 +135,7 @@ struct SharedTierFetcherTests {
         let html = Array("<html><body>not found</body></html>".utf8) + Array(repeating: 0x20, count: 64)
         let download = fetch(tier(store, origin: origin), respond: { $0.respond(body: html) }, origin: origin)
         #expect(download.phase.failure.map { if case .notAnImage = $0 { true } else { false } } == true)
-        #expect(wait { store.value(SharedTierKeys(url: url).lease) == nil })
+        #expect(Poll.until(timeout: 10, interval: 0.002) { store.value(SharedTierKeys(url: url).lease) == nil })
         #expect(!store.keys.contains { $0.contains(":meta:") || $0.contains(":piece:") }, "\(store.keys)")
     }
 

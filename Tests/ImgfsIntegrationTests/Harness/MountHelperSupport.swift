@@ -69,11 +69,6 @@ final class ScratchMount: @unchecked Sendable {
         (statistics()["repository"] as? [String: Any])?["memory_budget"] as? Int
     }
 
-    /// Waits up to `timeout` seconds until `condition` holds; returns whether it did.
-    static func wait(timeout: Double, _ condition: () -> Bool) -> Bool {
-        Poll.until(timeout: timeout, interval: 0.02, condition)
-    }
-
     /// Whether `pid` is a live process (a zombie waiting for its reaper counts as gone).
     static func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }
