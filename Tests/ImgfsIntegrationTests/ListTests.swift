@@ -152,9 +152,10 @@ struct ListReadAheadTests {
         }
     }
 
-    static func stepping(readAhead: Int) throws -> (
-        steps: [(hit: Bool, read: Bool)], gets: Int, counters: [String: Int]
-    ) {
+    /// The simulated viewer's run: each open's outcome, the origin's GETs, the list's counters.
+    typealias Stepping = (steps: [(hit: Bool, read: Bool)], gets: Int, counters: [String: Int])
+
+    static func stepping(readAhead: Int) throws -> Stepping {
         let fixture = try ListFixture(delay: 0.02, mountArguments: ["--read-ahead", "\(readAhead)"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
