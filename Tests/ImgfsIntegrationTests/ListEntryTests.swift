@@ -6,7 +6,7 @@ import Testing
 /// Issue 16: what a list entry is named from, and that it fails as its `img/` name does.
 @Suite("List entries", .serialized, .enabled(if: FuseAvailability.available))
 struct ListEntryTests {
-    @Test("list add reads standard input; a cached URL without an extension is named from its known type, unfetched")
+    @Test("list add reads stdin; a cached URL without an extension is named from its known type (also --no-probe)")
     func knownTypeFromStandardInput() throws {
         let fixture = try ListFixture()
         defer { fixture.stop() }
@@ -21,6 +21,11 @@ struct ListEntryTests {
         #expect(run.status == 0 && run.output == "list piped: 2 entries\n", "\(run.output)")
         #expect(try fixture.ls("lists/piped") == ["00001-known.png", "00002-2.png"])
         #expect(fixture.origin.totalRequests == 1, "the cached type was used: nothing was requested to name the list")
+        // --no-probe skips the probe only: a cached type still names the entry, an unknown one gets no extension.
+        let unknown = "\(fixture.origin.baseURL)/raw/unknown"
+        #expect(try fixture.add("unprobed", "\(known)\n\(unknown)\n", extra: ["--no-probe"]).status == 0)
+        #expect(try fixture.ls("lists/unprobed") == ["00001-known.png", "00002-unknown"])
+        #expect(fixture.origin.totalRequests == 1, "--no-probe requested nothing")
     }
 
     @Test("an entry whose URL fails fails as img/<encoded-url> does (errno, imgfs why); opens count their bytes")
