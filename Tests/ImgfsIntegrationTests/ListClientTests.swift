@@ -62,32 +62,17 @@ struct ListClientTests {
                 Issue.record("sxiv is not installed (mount-scripts/install-deps --test installs it)")
                 return
             }
-            let display = ":\(100 + getpid() % 9)"
-            let xvfb = try ChildProcess.spawn(
-                "/usr/bin/Xvfb", [display, "-screen", "0", "800x600x24", "-nolisten", "tcp"])
-            defer { xvfb.kill9AndReap() }
-            #expect(
-                Poll.until(timeout: 20, interval: 0.2) {
-                    (try? sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1").status) == 0
-                })
+            let display = try VirtualDisplay(number: 100 + Int(getpid() % 9), size: "800x600")
+            defer { display.stop() }
             var environment = ProcessInfo.processInfo.environment
-            environment["DISPLAY"] = display
+            environment["DISPLAY"] = display.name
             let viewerLog = "\(fixture.mount.root)/sxiv.log"
             let viewer = try ChildProcess.spawn(
                 "/usr/bin/sxiv", ["-t", "-g", "800x600"] + names.map { "\(directory)/\($0)" },
                 environment: environment, outputPath: viewerLog)
             defer { viewer.kill9AndReap() }
-            let shot = "\(fixture.mount.root)/sxiv.png"
-            var colours = 0
-            #expect(
-                Poll.until(timeout: 20, interval: 0.2) {
-                    let capture = try? sh(
-                        "DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' "
-                            + "'\(shot)'"
-                    )
-                    colours = Int(capture?.output ?? "") ?? 0
-                    return colours > 1000
-                }, "sxiv's thumbnails: \(colours) colours")
+            let colours = display.waitForPicture(shot: "\(fixture.mount.root)/sxiv.png")
+            #expect(colours > 1000, "sxiv's thumbnails: \(colours) colours")
             #expect(viewer.isRunning, "\((try? String(contentsOfFile: viewerLog, encoding: .utf8)) ?? "")")
         }
     }

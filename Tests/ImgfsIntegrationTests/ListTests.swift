@@ -139,7 +139,7 @@ struct ListReadAheadTests {
         viewing: Double = 0
     ) -> [Double] {
         range.map { index in
-            if viewing > 0 && index != range.lowerBound { Thread.sleep(forTimeInterval: viewing) }
+            if viewing > 0 && index != range.lowerBound { Poll.elapse(viewing) }
             let path = "\(fixture.mount.mountPoint)/lists/\(list)/\(names[index - 1])"
             let start = DispatchTime.now().uptimeNanoseconds
             let descriptor = open(path, O_RDONLY)

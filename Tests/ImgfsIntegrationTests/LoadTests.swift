@@ -29,8 +29,13 @@ struct LoadTests {
         ])
         defer { mount.stop() }
         #expect(PosixFile.read(mount.path("\(origin.baseURL)/icon/warmup")) == .success(icons[0]))
-        Thread.sleep(forTimeInterval: 0.5)
-        let idle = Self.usage(mount.process.pid)
+        // Idle: what the warm-up left open is closed once two readings 0.2 s apart agree.
+        var readings = [Self.usage(mount.process.pid)]
+        Poll.until(interval: 0.2) {
+            readings.append(Self.usage(mount.process.pid))
+            return readings.count > 2 && readings[readings.count - 1] == readings[readings.count - 2]
+        }
+        let idle = readings[readings.count - 1]
         let results = ParallelThreads.run(2000) { reader in
             (0..<5).map { step -> Bool in
                 let index = reader * 5 + step

@@ -107,10 +107,10 @@ struct MemoryCgroupTests {
         let peak = Locked(0)
         let reading = Locked(true)
         Thread.detachNewThread {
-            while reading.withLock({ $0 }) {
+            Poll.until(timeout: 3600) {  // samples every 10 ms until the reads are done
                 let rss = Self.residentBytes(mount.process.pid)
                 peak.withLock { $0 = max($0, rss) }
-                Thread.sleep(forTimeInterval: 0.01)
+                return !reading.withLock { $0 }
             }
         }
         let wrong = Self.readVariants(count, of: image, through: mount, from: origin)

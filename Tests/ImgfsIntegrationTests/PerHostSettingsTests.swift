@@ -34,12 +34,11 @@ struct PerHostSettingsTests {
         }
         // Reopen both until 127.0.0.1's copy (expire 0) is revalidated: a just-validated copy is served for a moment
         // (the repository's minimum freshness), so poll rather than expect it at the second open.
-        let deadline = Date().addingTimeInterval(10)
-        repeat {
+        Poll.until(timeout: 10, interval: 0.02) {
             #expect(PosixFile.read(mount.path(numeric + "/small.png")) == .success(small))
             #expect(PosixFile.read(mount.path(named + "/small.png")) == .success(small))
-            Thread.sleep(forTimeInterval: 0.02)
-        } while requests("127.0.0.1") < 2 && Date() < deadline
+            return requests("127.0.0.1") >= 2
+        }
         #expect(requests("127.0.0.1") >= 2, "expire 0 on 127.0.0.1: a later open revalidates")
         #expect(requests("localhost") == 1, "localhost keeps the mount's 24 h")
         #expect(PosixFile.read(mount.path(named + "/large.jpg")) == .failure(Errno(EFBIG)))

@@ -138,7 +138,8 @@ struct ReliabilityTests {
         defer { mount.stop() }
         #expect(PosixFile.read(mount.path(origin.baseURL + "/big.jpg")) == .failure(Errno(EFBIG)))
         #expect(PosixFile.read(mount.path(origin.baseURL + "/big-chunked.jpg")) == .failure(Errno(EFBIG)))
-        Thread.sleep(forTimeInterval: 0.5)
+        // Both transfers are called off, so the origin's connections end (or the body runs on: then the check fails).
+        Poll.until { origin.openConnections == 0 || origin.bodyBytesSent("/big-chunked.jpg") >= 3 << 20 }
         #expect(origin.bodyBytesSent("/big-chunked.jpg") < 3 << 20, "the transfer stopped near the cap")
         #expect(mount.log.contains("over the limit"))
     }
@@ -237,7 +238,7 @@ struct ReliabilityTests {
                 origin.baseURL + "/icon.png", "\(work)/requests.log"
             ])
         defer { redirector.kill9AndReap() }
-        Thread.sleep(forTimeInterval: 1)
+        try #require(Poll.until { TCPProbe.accepts(host: "198.51.100.2", port: 8080) }, "the redirector listens")
         let mount = try MountedImgfs(arguments: ["--deny-private-networks", "--retries", "0"])
         defer { mount.stop() }
         #expect(PosixFile.read(mount.path("http://198.51.100.2:8080/photo.png")) == .failure(Errno(EACCES)))
@@ -288,7 +289,13 @@ struct ReliabilityTests {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
             }
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        // The first filler's handshake completes into the accept queue (full at backlog 0); later SYNs are dropped.
+        let connected = { (filler: Int32) -> Bool in
+            var peer = sockaddr()
+            var size = socklen_t(MemoryLayout<sockaddr>.size)
+            return getpeername(filler, &peer, &size) == 0
+        }
+        #expect(Poll.until { fillers.contains(where: connected) }, "the accept queue is full")
         let port = Int(UInt16(bigEndian: address.sin_port))
         let mount = try MountedImgfs(arguments: ["--connect-timeout", "1", "--retries", "0"])
         defer { mount.stop() }

@@ -42,12 +42,11 @@ struct SharedTierFailureTests {
         }
         try redis.start()
         var next = 6
-        let recovered = Poll.until(timeout: 20) {
+        let recovered = Poll.until(timeout: 20, interval: 0.2) {
             guard next < 30 else { return false }
             #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
             next += 1
-            Thread.sleep(forTimeInterval: 0.2)
-            return a.log.contains("shared cache answers again")
+            return a.waitForLog(timeout: 0.2) { $0.contains("shared cache answers again") }
         }
         #expect(recovered, "A never logged the recovery")
         // Back in use: what A fetches now, B reads from Redis.
@@ -83,12 +82,11 @@ struct SharedTierFailureTests {
         #expect(count("shared cache unusable (no answer within the timeout)", in: a.log) == 1, "\(a.log)")
         redis.signal(SIGCONT)
         var next = 6
-        let recovered = Poll.until(timeout: 20) {
+        let recovered = Poll.until(timeout: 20, interval: 0.2) {
             guard next < urls.count else { return false }
-            Thread.sleep(forTimeInterval: 0.2)
             #expect(SharedTierTests.outcome(a.path(urls[next]), images[next]) == "same bytes")
             next += 1
-            return a.log.contains("shared cache answers again")
+            return a.waitForLog(timeout: 0.2) { $0.contains("shared cache answers again") }
         }
         #expect(recovered)
         #expect((a.statistics()["repository.shared_tier.errors"] ?? 0) >= 1)

@@ -13,7 +13,12 @@ struct SharedTierTests {
     /// CPU longer than 50 ms would send a transfer to the origin, which is right but not what these tests look at
     /// (the timeout has its own test, which passes `--shared-timeout 50ms`; the last value given wins).
     static func member(_ redis: RedisServer, _ arguments: [String] = []) throws -> MountedImgfs {
-        try MountedImgfs(arguments: ["--shared-cache", redis.address, "--shared-timeout", "1s"] + arguments)
+        try MountedImgfs(arguments: memberArguments(redis, arguments))
+    }
+
+    /// The arguments of ``member(_:_:)``, for a member mounted by `withMountedOrigin`.
+    static func memberArguments(_ redis: RedisServer, _ arguments: [String] = []) -> [String] {
+        ["--shared-cache", redis.address, "--shared-timeout", "1s"] + arguments
     }
 
     /// A real JPEG padded to `size` bytes (still starts like a JPEG).

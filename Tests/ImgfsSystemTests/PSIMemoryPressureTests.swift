@@ -13,7 +13,7 @@ struct PSIMemoryPressureTests {
         #expect(source.trigger == "some 150000 2000000")
         #expect(source.path.hasSuffix("memory.pressure") || source.path == "/proc/pressure/memory")
         source.start { _ in }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually(timeout: .seconds(5)) { threadSleeps("imgfs-psi") }, "the thread waits in its poll")
         let clock = ContinuousClock()
         let elapsed = clock.measure { source.stop() }
         #expect(elapsed < .seconds(1))
