@@ -8,15 +8,13 @@ import ImgfsTestSupport
 /// `#require` fails), the mount is unmounted (`MountedImgfs.stop()`: fusermount3 -u, the daemon waited for or killed
 /// by PID) and then the origin stopped. A mount that fails to start stops the origin too.
 ///
-/// Routes may be registered in `routes` or at the top of `body`: imgfs asks the origin nothing before a file is read.
+/// Routes are registered at the top of `body`: imgfs asks the origin nothing before a file is read.
 func withMountedOrigin(
     _ arguments: [String] = [], cacheDirectory: String? = nil, environment: [String: String]? = nil,
-    routes: (TestOrigin) throws -> Void = { _ in },
     _ body: (_ origin: TestOrigin, _ mount: MountedImgfs) throws -> Void
 ) throws {
     let origin = try TestOrigin()
     defer { origin.stop() }
-    try routes(origin)
     let mount = try MountedImgfs(arguments: arguments, cacheDirectory: cacheDirectory, environment: environment)
     defer { mount.stop() }
     try body(origin, mount)

@@ -16,9 +16,11 @@ final class VirtualDisplay {
         process = try ChildProcess.spawn("/usr/bin/Xvfb", [name, "-screen", "0", "\(size)x24", "-nolisten", "tcp"])
         let display = name
         guard
-            Poll.until(timeout: 20, interval: 0.2, {
-                (try? Self.sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1"))?.status == 0
-            })
+            Poll.until(
+                timeout: 20, interval: 0.2,
+                {
+                    (try? Self.sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1"))?.status == 0
+                })
         else {
             stop()
             throw MountedImgfs.StartFailure(description: "Xvfb on \(name) did not answer within 20 s")
