@@ -69,13 +69,15 @@ func eventually(timeout: Duration = .seconds(1), _ condition: () -> Bool) async 
     return true
 }
 
-/// Whether a thread of this process named `name` is asleep (blocked in a system call such as `poll`).
-func threadSleeps(_ name: String) -> Bool {
+/// The thread ids of this process's threads named `name`; with `asleep`, only those blocked in a system call such as
+/// `poll` (state S in /proc).
+func threads(named name: String, asleep: Bool = false) -> Set<String> {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.contains { task in
-        let stat = (try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8)) ?? ""
-        return stat.contains("(\(name)) S ")
-    }
+    return Set(
+        tasks.filter { task in
+            let stat = (try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8)) ?? ""
+            return stat.contains(asleep ? "(\(name)) S " : "(\(name)) ")
+        })
 }
 
 /// Lets the monitor under test take a few readings (it reads its files every 10 ms): the one wait of these tests,
