@@ -83,7 +83,7 @@ struct CurlFetcherTests {
             running.withLock {
                 $0.now += 1; $0.most = max($0.most, $0.now)
             }
-            Thread.sleep(forTimeInterval: 0.3)  // an origin that takes its time: what admission is about
+            Poll.elapse(0.3)  // an origin that takes its time: what admission is about
             running.withLock { $0.now -= 1 }
             return .ok(Self.png, contentType: "image/png")
         }

@@ -23,47 +23,46 @@ struct BrowserTests {
         let chromium = "/usr/bin/chromium"
         try #require(
             FileManager.default.isExecutableFile(atPath: chromium), "apt-get install chromium (install-deps --test)")
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icons = try Fixtures.smallPNGs(30)
-        let urls = icons.enumerated().map { index, icon in
-            origin.route("/page/\(index).png", .ok(icon, contentType: "image/png"))
-            return "\(origin.baseURL)/page/\(index).png"
+        try withMountedOrigin { origin, mount in
+            let urls = icons.enumerated().map { index, icon in
+                origin.route("/page/\(index).png", .ok(icon, contentType: "image/png"))
+                return "\(origin.baseURL)/page/\(index).png"
+            }
+            let printed = try ChildProcess.run(
+                MountedImgfs.binary, ["path", "--file-url", "--mount", mount.mountPoint] + urls,
+                timeout: 60)
+            #expect(printed.status == 0, "\(printed.output)")
+            let sources = printed.output.split(separator: "\n").map(String.init)
+            try #require(sources.count == 30)
+            #expect(
+                sources.allSatisfy { $0.hasPrefix("file://\(mount.mountPoint)/img/http%253A%252F%252F") },
+                "\(sources[0])")
+            let script = """
+                window.addEventListener('load', () => {
+                  document.getElementById('out').textContent =
+                    Array.from(document.images).map(i => i.complete + ':' + i.naturalWidth).join(' ');
+                });
+                """
+            let page =
+                "<html><body>" + sources.map { "<img src=\"\($0)\">" }.joined()
+                + "<pre id=\"out\">pending</pre><script>\(script)</script></body></html>"
+            let pagePath = "\(mount.root)/page.html"
+            try page.write(toFile: pagePath, atomically: true, encoding: .utf8)
+            let run = try ChildProcess.run(
+                chromium,
+                Self.chromiumArguments + [
+                    "--user-data-dir=\(mount.root)/chromium",
+                    "--dump-dom", "file://\(pagePath)"
+                ],
+                timeout: 120)
+            let dumped =
+                run.output.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
+                .components(separatedBy: "</pre>").first ?? ""
+            let widths = dumped.split(separator: " ").map(String.init)
+            #expect(widths.count == 30, "chromium printed: \(run.output.suffix(2000))")
+            #expect(widths.allSatisfy { $0 == "true:48" }, "every image decoded at 48 px: \(dumped)")
+            #expect(origin.totalRequests == 30, "each image fetched once through the mount")
         }
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let printed = try ChildProcess.run(
-            MountedImgfs.binary, ["path", "--file-url", "--mount", mount.mountPoint] + urls,
-            timeout: 60)
-        #expect(printed.status == 0, "\(printed.output)")
-        let sources = printed.output.split(separator: "\n").map(String.init)
-        try #require(sources.count == 30)
-        #expect(
-            sources.allSatisfy { $0.hasPrefix("file://\(mount.mountPoint)/img/http%253A%252F%252F") }, "\(sources[0])")
-        let script = """
-            window.addEventListener('load', () => {
-              document.getElementById('out').textContent =
-                Array.from(document.images).map(i => i.complete + ':' + i.naturalWidth).join(' ');
-            });
-            """
-        let page =
-            "<html><body>" + sources.map { "<img src=\"\($0)\">" }.joined()
-            + "<pre id=\"out\">pending</pre><script>\(script)</script></body></html>"
-        let pagePath = "\(mount.root)/page.html"
-        try page.write(toFile: pagePath, atomically: true, encoding: .utf8)
-        let run = try ChildProcess.run(
-            chromium,
-            Self.chromiumArguments + [
-                "--user-data-dir=\(mount.root)/chromium",
-                "--dump-dom", "file://\(pagePath)"
-            ],
-            timeout: 120)
-        let dumped =
-            run.output.components(separatedBy: "<pre id=\"out\">").dropFirst().first?
-            .components(separatedBy: "</pre>").first ?? ""
-        let widths = dumped.split(separator: " ").map(String.init)
-        #expect(widths.count == 30, "chromium printed: \(run.output.suffix(2000))")
-        #expect(widths.allSatisfy { $0 == "true:48" }, "every image decoded at 48 px: \(dumped)")
-        #expect(origin.totalRequests == 30, "each image fetched once through the mount")
     }
 }

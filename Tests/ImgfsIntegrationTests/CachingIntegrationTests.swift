@@ -22,42 +22,39 @@ struct CachingIntegrationTests {
 
     @Test("the memory cache stays within its budget under a stream of images larger than it")
     func memoryBudget() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let images = try Fixtures.wallpapers(maximumSize: 1 << 20, count: 10)
-        let urls = serve(images, on: origin)
-        let mount = try MountedImgfs(arguments: ["--memory-limit", "2M"])
-        defer { mount.stop() }
-        for (url, body) in zip(urls, images) {
-            #expect(PosixFile.read(mount.path(url)) == .success(body))
-            let memory = mount.statistics()["repository.memory_bytes"] ?? -1
-            #expect(memory >= 0 && memory <= Double(2 << 20), "memory cache holds \(memory) bytes")
+        try withMountedOrigin(["--memory-limit", "2M"]) { origin, mount in
+            let urls = serve(images, on: origin)
+            for (url, body) in zip(urls, images) {
+                #expect(PosixFile.read(mount.path(url)) == .success(body))
+                let memory = mount.statistics()["repository.memory_bytes"] ?? -1
+                #expect(memory >= 0 && memory <= Double(2 << 20), "memory cache holds \(memory) bytes")
+            }
+            #expect(images.reduce(0) { $0 + $1.count } > 3 * (2 << 20), "the stream is larger than the budget")
+            #expect((mount.statistics()["repository.memory.evictions"] ?? 0) > 0)
         }
-        #expect(images.reduce(0) { $0 + $1.count } > 3 * (2 << 20), "the stream is larger than the budget")
-        #expect((mount.statistics()["repository.memory.evictions"] ?? 0) > 0)
     }
 
     @Test("a purge (SIGUSR1, imgfs purge) empties the memory cache while an open reader still gets correct bytes")
     func purgeWhileReading() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.largeJPEG()
-        origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let handle = try #require(FileHandle(forReadingAtPath: mount.path(origin.baseURL + "/big.jpg")))
-        defer { try? handle.close() }
-        var bytes = [UInt8](try handle.read(upToCount: 64 * 1024) ?? Data())
-        #expect(mount.waitForStatistics { ($0["repository.memory_bytes"] ?? 0) >= Double(image.count) })
-        mount.process.signal(SIGUSR1)
-        #expect(mount.waitForStatistics { $0["repository.memory.purges"] == 1 && $0["repository.memory_bytes"] == 0 })
-        bytes += [UInt8](try handle.readToEnd() ?? Data())
-        #expect(bytes.count == image.count && bytes == image)
-        #expect(mount.log.contains("memory purged (SIGUSR1)"))
-        let purge = try ChildProcess.run(MountedImgfs.binary, ["purge", mount.mountPoint])
-        #expect(purge.status == 0, "\(purge.output)")
-        #expect(mount.waitForStatistics { $0["repository.memory.purges"] == 2 })
-        #expect(mount.log.contains("memory purged (imgfs purge --memory)"))
+        try withMountedOrigin { origin, mount in
+            origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
+            let handle = try #require(FileHandle(forReadingAtPath: mount.path(origin.baseURL + "/big.jpg")))
+            defer { try? handle.close() }
+            var bytes = [UInt8](try handle.read(upToCount: 64 * 1024) ?? Data())
+            #expect(mount.waitForStatistics { ($0["repository.memory_bytes"] ?? 0) >= Double(image.count) })
+            mount.process.signal(SIGUSR1)
+            #expect(
+                mount.waitForStatistics { $0["repository.memory.purges"] == 1 && $0["repository.memory_bytes"] == 0 })
+            bytes += [UInt8](try handle.readToEnd() ?? Data())
+            #expect(bytes.count == image.count && bytes == image)
+            #expect(mount.log.contains("memory purged (SIGUSR1)"))
+            let purge = try ChildProcess.run(MountedImgfs.binary, ["purge", mount.mountPoint])
+            #expect(purge.status == 0, "\(purge.output)")
+            #expect(mount.waitForStatistics { $0["repository.memory.purges"] == 2 })
+            #expect(mount.log.contains("memory purged (imgfs purge --memory)"))
+        }
     }
 
     @Test("after an unmount, and after kill -9, a remount serves every image from disk with the origin stopped")
@@ -170,89 +167,86 @@ struct CachingIntegrationTests {
     @Test(
         "a refresh that brings different bytes of the same size reaches readers: the kernel's cached pages are dropped")
     func changedContentInvalidatesPageCache() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let first = try Fixtures.mediumJPEG()
         var changed = first
         changed[changed.count / 2] ^= 0x55
         let second = changed
         let version = VersionBox()
-        origin.route(prefix: "/changing.jpg") { _ in
-            var response = OriginResponse.ok(version.current == 1 ? first : second, contentType: "image/jpeg")
-            response.headers.append(("ETag", "\"v\(version.current)\""))
-            return response
+        try withMountedOrigin(["--expire", "1s"]) { origin, mount in
+            origin.route(prefix: "/changing.jpg") { _ in
+                var response = OriginResponse.ok(version.current == 1 ? first : second, contentType: "image/jpeg")
+                response.headers.append(("ETag", "\"v\(version.current)\""))
+                return response
+            }
+            let file = mount.path(origin.baseURL + "/changing.jpg")
+            #expect(PosixFile.read(file) == .success(first))
+            #expect(PosixFile.read(file) == .success(first), "a reread within the expiry")
+            version.current = 2
+            Poll.elapse(1.3)  // past the 1 s expiry
+            #expect(PosixFile.read(file) == .success(second), "the new bytes, not the kernel's cached pages")
+            #expect(mount.log.contains("invalidating the kernel's cached pages"))
         }
-        let mount = try MountedImgfs(arguments: ["--expire", "1s"])
-        defer { mount.stop() }
-        let file = mount.path(origin.baseURL + "/changing.jpg")
-        #expect(PosixFile.read(file) == .success(first))
-        #expect(PosixFile.read(file) == .success(first), "a reread within the expiry")
-        version.current = 2
-        Poll.elapse(1.3)  // past the 1 s expiry
-        #expect(PosixFile.read(file) == .success(second), "the new bytes, not the kernel's cached pages")
-        #expect(mount.log.contains("invalidating the kernel's cached pages"))
     }
 
     @Test("with --cache-control, max-age=0 is revalidated on every open and no-store never reaches the disk")
     func cacheControl() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.mediumJPEG()
-        origin.route(prefix: "/zero.jpg") { request in
-            if request.header("If-None-Match") == "\"z\"" { return OriginResponse(status: 304) }
-            var response = OriginResponse.ok(image, contentType: "image/jpeg")
-            response.headers += [("ETag", "\"z\""), ("Cache-Control", "max-age=0")]
-            return response
-        }
         var unstored = OriginResponse.ok(image, contentType: "image/jpeg")
         unstored.headers.append(("Cache-Control", "no-store"))
-        origin.route("/private.jpg", unstored)
-        let mount = try MountedImgfs(arguments: ["--cache-control"])
-        defer { mount.stop() }
-        // A response serves the opens of the next second (one program's lookup, open and reads); after that, every
-        // open revalidates.
-        for _ in 0..<3 {
-            #expect(PosixFile.read(mount.path(origin.baseURL + "/zero.jpg")) == .success(image))
-            #expect(PosixFile.read(mount.path(origin.baseURL + "/private.jpg")) == .success(image))
-            Poll.elapse(1.1)  // past the expiry
+        try withMountedOrigin(["--cache-control"]) { origin, mount in
+            origin.route(prefix: "/zero.jpg") { request in
+                if request.header("If-None-Match") == "\"z\"" { return OriginResponse(status: 304) }
+                var response = OriginResponse.ok(image, contentType: "image/jpeg")
+                response.headers += [("ETag", "\"z\""), ("Cache-Control", "max-age=0")]
+                return response
+            }
+            origin.route("/private.jpg", unstored)
+            // A response serves the opens of the next second (one program's lookup, open and reads); after that, every
+            // open revalidates.
+            for _ in 0..<3 {
+                #expect(PosixFile.read(mount.path(origin.baseURL + "/zero.jpg")) == .success(image))
+                #expect(PosixFile.read(mount.path(origin.baseURL + "/private.jpg")) == .success(image))
+                Poll.elapse(1.1)  // past the expiry
+            }
+            #expect(origin.requestCount("/zero.jpg") == 3)
+            #expect(origin.bodyBytesSent("/zero.jpg") == image.count, "two 304s without a body")
+            #expect(origin.requestCount("/private.jpg") == 3, "no-store is fetched again on every open")
+            #expect(
+                mount.waitForStatistics { $0["repository.disk_entries"] == 1 }, "only the max-age=0 image is on disk")
         }
-        #expect(origin.requestCount("/zero.jpg") == 3)
-        #expect(origin.bodyBytesSent("/zero.jpg") == image.count, "two 304s without a body")
-        #expect(origin.requestCount("/private.jpg") == 3, "no-store is fetched again on every open")
-        #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 }, "only the max-age=0 image is on disk")
     }
 
     @Test("writing 3× the disk cap leaves the cache under the cap, keeping the most recently used")
     func diskCap() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let images = try Fixtures.wallpapers(maximumSize: 1 << 20, count: 10)
-        let urls = serve(images, on: origin)
         let cap = 3 << 20
         #expect(images.reduce(0) { $0 + $1.count } >= 2 * cap)
-        let mount = try MountedImgfs(arguments: ["--disk-limit", "3M", "--memory-limit", "1M"])
-        defer { mount.stop() }
-        for (url, body) in zip(urls, images) {
-            #expect(PosixFile.read(mount.path(url)) == .success(body))
+        try withMountedOrigin(["--disk-limit", "3M", "--memory-limit", "1M"]) { origin, mount in
+            let urls = serve(images, on: origin)
+            for (url, body) in zip(urls, images) {
+                #expect(PosixFile.read(mount.path(url)) == .success(body))
+                #expect(
+                    mount.waitForStatistics {
+                        ($0["repository.counters.transfers"] ?? 0) >= 1 && ($0["repository.in_flight"] ?? 1) == 0
+                    })
+            }
+            // Disk writes run in the background: wait until every image was written (and kept or evicted since).
             #expect(
                 mount.waitForStatistics {
-                    ($0["repository.counters.transfers"] ?? 0) >= 1 && ($0["repository.in_flight"] ?? 1) == 0
+                    ($0["repository.disk_entries"] ?? 0) + ($0["repository.disk_evictions"] ?? 0)
+                        >= Double(images.count)
                 })
+            let onDisk = Self.bytesOfFiles(under: mount.cacheDirectory + "/v1")
+            #expect(onDisk <= cap + 64 * 1024, "\(onDisk) bytes on disk")
+            #expect(
+                mount.waitForStatistics {
+                    ($0["repository.disk_entries"] ?? 0) >= 1
+                        && ($0["repository.disk_bytes"] ?? .infinity) <= Double(cap)
+                })
+            let listed = Set(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img"))
+            #expect(listed.contains(NameCodec.encode(urls.last!)), "the most recent image is kept")
+            #expect(!listed.contains(NameCodec.encode(urls.first!)), "the oldest was evicted")
         }
-        // Disk writes run in the background: wait until every image was written (and kept or evicted since).
-        #expect(
-            mount.waitForStatistics {
-                ($0["repository.disk_entries"] ?? 0) + ($0["repository.disk_evictions"] ?? 0) >= Double(images.count)
-            })
-        let onDisk = Self.bytesOfFiles(under: mount.cacheDirectory + "/v1")
-        #expect(onDisk <= cap + 64 * 1024, "\(onDisk) bytes on disk")
-        #expect(
-            mount.waitForStatistics {
-                ($0["repository.disk_entries"] ?? 0) >= 1 && ($0["repository.disk_bytes"] ?? .infinity) <= Double(cap)
-            })
-        let listed = Set(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img"))
-        #expect(listed.contains(NameCodec.encode(urls.last!)), "the most recent image is kept")
-        #expect(!listed.contains(NameCodec.encode(urls.first!)), "the oldest was evicted")
     }
 
     @Test("rm evicts, ls lists what is cached, and cache-only never contacts the origin")

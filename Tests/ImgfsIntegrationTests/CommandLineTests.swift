@@ -13,58 +13,60 @@ struct CommandLineTests {
 
     @Test("imgfs purge empties the memory cache, both caches (--disk) or the expired images (--expired)")
     func purge() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icons = try Fixtures.smallPNGs(3)
-        for (index, icon) in icons.enumerated() { origin.route("/\(index).png", .ok(icon, contentType: "image/png")) }
-        let mount = try MountedImgfs(arguments: ["--expire", "2s"])
-        defer { mount.stop() }
-        let binary = MountedImgfs.binary
-        for index in 0..<2 {
-            #expect(PosixFile.read(mount.path("\(origin.baseURL)/\(index).png")) == .success(icons[index]))
+        try withMountedOrigin(["--expire", "2s"]) { origin, mount throws in
+            for (index, icon) in icons.enumerated() {
+                origin.route("/\(index).png", .ok(icon, contentType: "image/png"))
+            }
+            let binary = MountedImgfs.binary
+            for index in 0..<2 {
+                #expect(PosixFile.read(mount.path("\(origin.baseURL)/\(index).png")) == .success(icons[index]))
+            }
+            #expect(
+                mount.waitForStatistics { $0["repository.disk_entries"] == 2 && $0["repository.memory_entries"] == 2 })
+            #expect(try sh("'\(binary)' purge '\(mount.mountPoint)'").status == 0)
+            #expect(mount.statistics()["repository.memory_entries"] == 0)
+            #expect(mount.statistics()["repository.disk_entries"] == 2)
+            Poll.elapse(2.2)  // past the expiry
+            #expect(PosixFile.read(mount.path("\(origin.baseURL)/2.png")) == .success(icons[2]))
+            #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 3 })
+            #expect(try sh("'\(binary)' purge --expired '\(mount.mountPoint)'").status == 0)
+            #expect(
+                mount.statistics()["repository.disk_entries"] == 1, "only the image fetched in the last 2 s is left")
+            #expect(try sh("'\(binary)' purge --disk '\(mount.mountPoint)'").status == 0)
+            #expect(
+                mount.statistics()["repository.disk_entries"] == 0
+                    && mount.statistics()["repository.memory_entries"] == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img").isEmpty)
+            #expect(try sh("setfattr -n user.imgfs.purge -v everything '\(mount.mountPoint)/.imgfs'").status != 0)
+            #expect(
+                try sh("setfattr -n user.imgfs.other -v 1 '\(mount.mountPoint)/img'").output.contains(
+                    "Read-only file system"))
         }
-        #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 2 && $0["repository.memory_entries"] == 2 })
-        #expect(try sh("'\(binary)' purge '\(mount.mountPoint)'").status == 0)
-        #expect(mount.statistics()["repository.memory_entries"] == 0)
-        #expect(mount.statistics()["repository.disk_entries"] == 2)
-        Poll.elapse(2.2)  // past the expiry
-        #expect(PosixFile.read(mount.path("\(origin.baseURL)/2.png")) == .success(icons[2]))
-        #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 3 })
-        #expect(try sh("'\(binary)' purge --expired '\(mount.mountPoint)'").status == 0)
-        #expect(mount.statistics()["repository.disk_entries"] == 1, "only the image fetched in the last 2 s is left")
-        #expect(try sh("'\(binary)' purge --disk '\(mount.mountPoint)'").status == 0)
-        #expect(
-            mount.statistics()["repository.disk_entries"] == 0 && mount.statistics()["repository.memory_entries"] == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountPoint + "/img").isEmpty)
-        #expect(try sh("setfattr -n user.imgfs.purge -v everything '\(mount.mountPoint)/.imgfs'").status != 0)
-        #expect(
-            try sh("setfattr -n user.imgfs.other -v 1 '\(mount.mountPoint)/img'").output.contains(
-                "Read-only file system"))
     }
 
     @Test("imgfs path reads URLs from stdin, and --ext adds #.<ext> from the cached content type")
     func path() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icon = try Fixtures.smallPNGs(1)[0]
-        origin.route("/avatar?id=7", .ok(icon, contentType: "image/png"))
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let binary = MountedImgfs.binary
-        let urls = ["\(origin.baseURL)/a.png", "# a comment", "", "\(origin.baseURL)/b.jpg?x=1"]
-        let piped = try sh("printf '%s\\n' \(urls.map { "'\($0)'" }.joined(separator: " ")) | '\(binary)' path")
-        #expect(piped.status == 0)
-        #expect(piped.output == "img/\(NameCodec.encode(urls[0]))\nimg/\(NameCodec.encode(urls[3]))\n")
-        let avatar = "\(origin.baseURL)/avatar?id=7"
-        #expect(PosixFile.read(mount.path(avatar)) == .success(icon))
-        let withExtension = try sh(
-            "'\(binary)' path --ext --mount '\(mount.mountPoint)' '\(avatar)' '\(origin.baseURL)/c.png'")
-        #expect(withExtension.output == "\(mount.path(avatar + "#.png"))\n\(mount.path(origin.baseURL + "/c.png"))\n")
-        let named = withExtension.output.split(separator: "\n").first.map(String.init) ?? ""
-        #expect(named.hasSuffix("%23.png"))
-        #expect(PosixFile.read(named) == .success(icon))
-        #expect(origin.requestCount("/avatar?id=7") == 1, "the #.png name is the same download")
-        #expect(try sh("file -b '\(named)'").output.hasPrefix("PNG image data"))
+        try withMountedOrigin { origin, mount in
+            origin.route("/avatar?id=7", .ok(icon, contentType: "image/png"))
+            let binary = MountedImgfs.binary
+            let urls = ["\(origin.baseURL)/a.png", "# a comment", "", "\(origin.baseURL)/b.jpg?x=1"]
+            let piped = try sh("printf '%s\\n' \(urls.map { "'\($0)'" }.joined(separator: " ")) | '\(binary)' path")
+            #expect(piped.status == 0)
+            #expect(piped.output == "img/\(NameCodec.encode(urls[0]))\nimg/\(NameCodec.encode(urls[3]))\n")
+            let avatar = "\(origin.baseURL)/avatar?id=7"
+            #expect(PosixFile.read(mount.path(avatar)) == .success(icon))
+            let withExtension = try sh(
+                "'\(binary)' path --ext --mount '\(mount.mountPoint)' '\(avatar)' '\(origin.baseURL)/c.png'")
+            #expect(
+                withExtension.output == "\(mount.path(avatar + "#.png"))\n\(mount.path(origin.baseURL + "/c.png"))\n")
+            let named = withExtension.output.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(named.hasSuffix("%23.png"))
+            #expect(PosixFile.read(named) == .success(icon))
+            #expect(origin.requestCount("/avatar?id=7") == 1, "the #.png name is the same download")
+            #expect(try sh("file -b '\(named)'").output.hasPrefix("PNG image data"))
+        }
     }
 
     @Test("mounting on a directory that is not empty is refused in one line, unless --nonempty")

@@ -46,35 +46,39 @@ struct CrashAndDiskTests {
 
     @Test("a full disk: imgfs keeps serving from memory and the network, logs ENOSPC once, and keeps nothing partial")
     func fullDisk() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let images = try Fixtures.wallpapers(maximumSize: 1 << 20, count: 8)
-        let urls = images.indices.map { index -> String in
-            origin.route("/w\(index).jpg", .ok(images[index], contentType: "image/jpeg"))
-            return "\(origin.baseURL)/w\(index).jpg"
-        }
         let tiny = "/tmp/imgfs-tiny-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: tiny, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: tiny) }
         let mounted = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", tiny])
         try #require(mounted.status == 0, "mounting a 1 MiB tmpfs (needs root): \(mounted.output)")
         defer { _ = try? ChildProcess.run("/bin/umount", ["-l", tiny]) }
-        let mount = try MountedImgfs(arguments: ["--disk-limit", "64M"], cacheDirectory: tiny + "/cache")
-        defer { mount.stop() }
-        for (url, image) in zip(urls, images) {
-            #expect(PosixFile.read(mount.path(url)) == .success(image))
-        }
-        Thread.sleep(forTimeInterval: 0.5)
-        for (url, image) in zip(urls, images) {
-            #expect(PosixFile.read(mount.path(url)) == .success(image), "served again from memory")
-        }
-        let reports = mount.log.components(separatedBy: "no space left on device").count - 1
-        #expect(reports == 1, "ENOSPC logged once, not per image (\(reports))")
-        let files = FileManager.default.enumerator(atPath: tiny + "/cache/v1")?.allObjects as? [String] ?? []
-        #expect(!files.contains { $0.hasSuffix(".tmp") }, "no partial entry")
-        for name in files where name.hasSuffix(".data") {
-            let size = CachingIntegrationTests.size("\(tiny)/cache/v1/\(name)")
-            #expect(images.contains { $0.count == size }, "every kept body is whole: \(name)")
+        try withMountedOrigin(["--disk-limit", "64M"], cacheDirectory: tiny + "/cache") { origin, mount in
+            let urls = images.indices.map { index -> String in
+                origin.route("/w\(index).jpg", .ok(images[index], contentType: "image/jpeg"))
+                return "\(origin.baseURL)/w\(index).jpg"
+            }
+            for (url, image) in zip(urls, images) {
+                #expect(PosixFile.read(mount.path(url)) == .success(image))
+            }
+            // The queued writes fill the disk (reported at once) and leave nothing partial behind them.
+            let tmpFiles = {
+                (FileManager.default.enumerator(atPath: tiny + "/cache/v1")?.allObjects as? [String] ?? [])
+                    .filter { $0.hasSuffix(".tmp") }
+            }
+            #expect(mount.waitForLog { $0.contains("no space left on device") })
+            #expect(Poll.until { tmpFiles().isEmpty })
+            for (url, image) in zip(urls, images) {
+                #expect(PosixFile.read(mount.path(url)) == .success(image), "served again from memory")
+            }
+            let reports = mount.log.components(separatedBy: "no space left on device").count - 1
+            #expect(reports == 1, "ENOSPC logged once, not per image (\(reports))")
+            let files = FileManager.default.enumerator(atPath: tiny + "/cache/v1")?.allObjects as? [String] ?? []
+            #expect(!files.contains { $0.hasSuffix(".tmp") }, "no partial entry")
+            for name in files where name.hasSuffix(".data") {
+                let size = CachingIntegrationTests.size("\(tiny)/cache/v1/\(name)")
+                #expect(images.contains { $0.count == size }, "every kept body is whole: \(name)")
+            }
         }
     }
 

@@ -15,51 +15,58 @@ struct LoadTests {
         "2,000 readers, 10,000 images, --memory-limit 64M: reads correct, RSS bounded, fds and threads back to idle"
     )
     func crowd() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icons = try Fixtures.smallPNGs(20)
         let digests = icons.map(Fixtures.sha256)
-        origin.route(prefix: "/icon/") { request in
-            let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
-            return .ok(icons[index % icons.count], contentType: "image/png")
-        }
-        let mount = try MountedImgfs(arguments: [
+        try withMountedOrigin([
             "--memory-limit", "64M", "--max-transfers-per-host", "16",
             "--log-level", "warning"
-        ])
-        defer { mount.stop() }
-        #expect(PosixFile.read(mount.path("\(origin.baseURL)/icon/warmup")) == .success(icons[0]))
-        Thread.sleep(forTimeInterval: 0.5)
-        let idle = Self.usage(mount.process.pid)
-        let results = ParallelThreads.run(2000) { reader in
-            (0..<5).map { step -> Bool in
-                let index = reader * 5 + step
-                guard case .success(let bytes) = PosixFile.read(mount.path("\(origin.baseURL)/icon/\(index)")) else {
-                    return false
-                }
-                return SHA256.hex(of: bytes) == digests[index % icons.count]
+        ]) { origin, mount in
+            origin.route(prefix: "/icon/") { request in
+                let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
+                return .ok(icons[index % icons.count], contentType: "image/png")
             }
+            #expect(PosixFile.read(mount.path("\(origin.baseURL)/icon/warmup")) == .success(icons[0]))
+            // Idle: what the warm-up left open is closed once two readings 0.2 s apart agree.
+            var readings = [Self.usage(mount.process.pid)]
+            Poll.until(interval: 0.2) {
+                readings.append(Self.usage(mount.process.pid))
+                return readings.count > 2 && readings[readings.count - 1] == readings[readings.count - 2]
+            }
+            let idle = readings[readings.count - 1]
+            let results = ParallelThreads.run(2000) { reader in
+                (0..<5).map { step -> Bool in
+                    let index = reader * 5 + step
+                    guard case .success(let bytes) = PosixFile.read(mount.path("\(origin.baseURL)/icon/\(index)"))
+                    else {
+                        return false
+                    }
+                    return SHA256.hex(of: bytes) == digests[index % icons.count]
+                }
+            }
+            let failures = results.flatMap { $0 }.filter { !$0 }.count
+            #expect(failures == 0, "\(failures) of 10,000 reads were wrong")
+            #expect(origin.totalRequests == 10_001)
+            let peak = Self.peakResidentBytes(mount.process.pid)
+            #expect(peak > 0 && peak <= (64 << 20) + Self.fixedOverhead, "peak RSS \(peak / (1 << 20)) MiB")
+            var settled = Self.usage(mount.process.pid)
+            Poll.until(timeout: 10, interval: 0.2) {
+                settled = Self.usage(mount.process.pid)
+                return settled.files <= idle.files && settled.sockets <= idle.sockets + 16
+                    && settled.threads <= idle.threads + 4
+            }
+            #expect(settled.files <= idle.files, "open files: idle \(idle.files), after \(settled.files)")
+            #expect(
+                settled.sockets <= idle.sockets + 16,
+                """
+                sockets: idle \(idle.sockets), after \(settled.sockets) (libcurl keeps up to 16 idle connections to \
+                reuse)
+                """
+            )
+            #expect(
+                settled.threads <= idle.threads + 4,
+                "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 4 idle workers)")
+            print("load: peak RSS \(peak >> 20) MiB; idle \(idle); after \(settled)")
         }
-        let failures = results.flatMap { $0 }.filter { !$0 }.count
-        #expect(failures == 0, "\(failures) of 10,000 reads were wrong")
-        #expect(origin.totalRequests == 10_001)
-        let peak = Self.peakResidentBytes(mount.process.pid)
-        #expect(peak > 0 && peak <= (64 << 20) + Self.fixedOverhead, "peak RSS \(peak / (1 << 20)) MiB")
-        var settled = Self.usage(mount.process.pid)
-        Poll.until(timeout: 10, interval: 0.2) {
-            settled = Self.usage(mount.process.pid)
-            return settled.files <= idle.files && settled.sockets <= idle.sockets + 16
-                && settled.threads <= idle.threads + 4
-        }
-        #expect(settled.files <= idle.files, "open files: idle \(idle.files), after \(settled.files)")
-        #expect(
-            settled.sockets <= idle.sockets + 16,
-            "sockets: idle \(idle.sockets), after \(settled.sockets) (libcurl keeps up to 16 idle connections to reuse)"
-        )
-        #expect(
-            settled.threads <= idle.threads + 4,
-            "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 4 idle workers)")
-        print("load: peak RSS \(peak >> 20) MiB; idle \(idle); after \(settled)")
     }
 
     /// Open descriptors (sockets apart from the rest) and threads of process `pid`.

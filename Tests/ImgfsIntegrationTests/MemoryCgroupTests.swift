@@ -71,21 +71,19 @@ struct MemoryCgroupTests {
         try "150M".write(toFile: group + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)
         let image = try Fixtures.largeJPEG()
         let count = (500 << 20) / image.count + 1
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        Self.serveVariants(of: image, on: origin)
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        try "\(mount.process.pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
-        #expect(
-            mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
-            "the daemon noticed its cgroup's limit")
-        let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
-        #expect(wrong.isEmpty, "every byte right: \(wrong)")
-        #expect(mount.process.isRunning, "not OOM-killed")
-        #expect(PosixFile.read(mount.path(origin.baseURL + "/large0.jpg")) == .success(Self.variant(0, of: image)))
-        let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
-        #expect(failures.contains("oom_kill 0"), "the kernel killed nothing in the group: \(failures)")
+        try withMountedOrigin { origin, mount in
+            Self.serveVariants(of: image, on: origin)
+            try "\(mount.process.pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
+            #expect(
+                mount.waitForLog(timeout: 10) { $0.contains("memory cgroup v1") && $0.contains("limit 150 MiB") },
+                "the daemon noticed its cgroup's limit")
+            let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
+            #expect(wrong.isEmpty, "every byte right: \(wrong)")
+            #expect(mount.process.isRunning, "not OOM-killed")
+            #expect(PosixFile.read(mount.path(origin.baseURL + "/large0.jpg")) == .success(Self.variant(0, of: image)))
+            let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
+            #expect(failures.contains("oom_kill 0"), "the kernel killed nothing in the group: \(failures)")
+        }
     }
 
     /// The resident set of process `pid` (heap, mapped files and memfd bodies), in bytes.
@@ -99,24 +97,22 @@ struct MemoryCgroupTests {
     func residentSetFollowsTheBudget() throws {
         let image = try Fixtures.largeJPEG()
         let count = (300 << 20) / image.count + 1
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        Self.serveVariants(of: image, on: origin)
-        let mount = try MountedImgfs(arguments: ["--memory-limit", "16M"])
-        defer { mount.stop() }
-        let peak = Locked(0)
-        let reading = Locked(true)
-        Thread.detachNewThread {
-            while reading.withLock({ $0 }) {
-                let rss = Self.residentBytes(mount.process.pid)
-                peak.withLock { $0 = max($0, rss) }
-                Thread.sleep(forTimeInterval: 0.01)
+        try withMountedOrigin(["--memory-limit", "16M"]) { origin, mount in
+            Self.serveVariants(of: image, on: origin)
+            let peak = Locked(0)
+            let reading = Locked(true)
+            Thread.detachNewThread {
+                Poll.until(timeout: 3600) {  // samples every 10 ms until the reads are done
+                    let rss = Self.residentBytes(mount.process.pid)
+                    peak.withLock { $0 = max($0, rss) }
+                    return !reading.withLock { $0 }
+                }
             }
+            let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
+            reading.withLock { $0 = false }
+            #expect(wrong.isEmpty, "every byte right: \(wrong)")
+            // 16 MiB of cache, at most as much queued for the disk, four transfers of 6.7 MB, and the daemon itself.
+            #expect(peak.withLock { $0 } < 160 << 20, "peak RSS \(peak.withLock { $0 } >> 20) MiB")
         }
-        let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
-        reading.withLock { $0 = false }
-        #expect(wrong.isEmpty, "every byte right: \(wrong)")
-        // 16 MiB of cache, at most as much queued for the disk, four transfers of 6.7 MB, and the daemon itself.
-        #expect(peak.withLock { $0 } < 160 << 20, "peak RSS \(peak.withLock { $0 } >> 20) MiB")
     }
 }

@@ -148,16 +148,14 @@ struct NewcomerCacheTests {
 
     @Test("--retry-failed: a hanging URL costs one --stall-timeout per use, not two")
     func retryFailedTriesOncePerUse() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        origin.route("/hang.png", OriginResponse(status: 200, body: [1, 2, 3], headerDelay: 60))
-        let mount = try MountedImgfs(arguments: ["--retry-failed", "--stall-timeout", "2"])
-        defer { mount.stop() }
-        let start = Date()
-        let result = try sh("cat '\(mount.path(origin.baseURL + "/hang.png"))' > /dev/null")
-        let seconds = Date().timeIntervalSince(start)
-        #expect(result.status != 0)
-        #expect(origin.requestCount("/hang.png") == 1, "one attempt")
-        #expect(seconds < 3.8, "took \(seconds) s at --stall-timeout 2")
+        try withMountedOrigin(["--retry-failed", "--stall-timeout", "2"]) { origin, mount in
+            origin.route("/hang.png", OriginResponse(status: 200, body: [1, 2, 3], headerDelay: 60))
+            let start = Date()
+            let result = try sh("cat '\(mount.path(origin.baseURL + "/hang.png"))' > /dev/null")
+            let seconds = Date().timeIntervalSince(start)
+            #expect(result.status != 0)
+            #expect(origin.requestCount("/hang.png") == 1, "one attempt")
+            #expect(seconds < 3.8, "took \(seconds) s at --stall-timeout 2")
+        }
     }
 }

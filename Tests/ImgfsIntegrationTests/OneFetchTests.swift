@@ -10,34 +10,33 @@ import Testing
 struct OneFetchTests {
     @Test("many readers over many URLs with --memory-limit 64K: every URL fetched once, every byte right")
     func oneFetchUnderSmallBudget() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let images = try Fixtures.smallPNGs(300)
-        for (index, body) in images.enumerated() {
-            origin.route("/icon\(index).png", .ok(body, contentType: "image/png"))
-        }
-        let mount = try MountedImgfs(arguments: ["--memory-limit", "64K"])
-        defer { mount.stop() }
-        let readers = 6
-        let wrong = Locked<[String]>([])
-        // Each pass reads every URL under another fragment: another name (another inode, nothing in the kernel's page
-        // cache) for the same download, so the daemon is asked again while the disk writes of the first pass wait.
-        for pass in 1...3 {
-            let done = DispatchSemaphore(value: 0)
-            for reader in 0..<readers {
-                Thread.detachNewThread {
-                    for step in 0..<images.count {
-                        let index = (step + reader * images.count / readers) % images.count
-                        let path = mount.path(origin.baseURL + "/icon\(index).png#\(pass)")
-                        if PosixFile.read(path) != .success(images[index]) { wrong.withLock { $0.append(path) } }
-                    }
-                    done.signal()
-                }
+        try withMountedOrigin(["--memory-limit", "64K"]) { origin, mount in
+            for (index, body) in images.enumerated() {
+                origin.route("/icon\(index).png", .ok(body, contentType: "image/png"))
             }
-            for _ in 0..<readers { #expect(done.wait(timeout: .now() + 120) == .success) }
+            let readers = 6
+            let wrong = Locked<[String]>([])
+            // Each pass reads every URL under another fragment: another name (another inode, nothing in the kernel's
+            // page cache) for the same download, so the daemon is asked again while the disk writes of the first pass
+            // wait.
+            for pass in 1...3 {
+                let done = DispatchSemaphore(value: 0)
+                for reader in 0..<readers {
+                    Thread.detachNewThread {
+                        for step in 0..<images.count {
+                            let index = (step + reader * images.count / readers) % images.count
+                            let path = mount.path(origin.baseURL + "/icon\(index).png#\(pass)")
+                            if PosixFile.read(path) != .success(images[index]) { wrong.withLock { $0.append(path) } }
+                        }
+                        done.signal()
+                    }
+                }
+                for _ in 0..<readers { #expect(done.wait(timeout: .now() + 120) == .success) }
+            }
+            #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
+            let twice = (0..<images.count).filter { origin.requestCount("/icon\($0).png") != 1 }
+            #expect(twice.isEmpty, "fetched more than once: \(twice.map { "icon\($0).png" })")
         }
-        #expect(wrong.withLock { $0 }.isEmpty, "every byte right")
-        let twice = (0..<images.count).filter { origin.requestCount("/icon\($0).png") != 1 }
-        #expect(twice.isEmpty, "fetched more than once: \(twice.map { "icon\($0).png" })")
     }
 }

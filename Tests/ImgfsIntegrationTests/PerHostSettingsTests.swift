@@ -10,10 +10,6 @@ struct PerHostSettingsTests {
     @Test("expire and max-size of a rule apply to the hosts its pattern matches, the mount's settings to the others")
     func expiryAndMaxSizeByHost() throws {
         let small = try Fixtures.smallPNGs(1)[0], large = try Fixtures.mediumJPEG()
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        origin.route("/small.png", .ok(small, contentType: "image/png"))
-        origin.route("/large.jpg", .ok(large, contentType: "image/jpeg"))
         let directory = "/tmp/imgfs-hostsettings-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -26,25 +22,27 @@ struct PerHostSettingsTests {
                 max-size: \(large.count - 1)
             """
         try text.write(toFile: policy, atomically: true, encoding: .utf8)
-        let mount = try MountedImgfs(arguments: ["--policy-file", policy])
-        defer { mount.stop() }
-        let numeric = origin.baseURL, named = "http://localhost:\(origin.port)"
-        func requests(_ host: String) -> Int {
-            origin.requests().filter { $0.path == "/small.png" && $0.header("Host") == "\(host):\(origin.port)" }.count
+        try withMountedOrigin(["--policy-file", policy]) { origin, mount in
+            origin.route("/small.png", .ok(small, contentType: "image/png"))
+            origin.route("/large.jpg", .ok(large, contentType: "image/jpeg"))
+            let numeric = origin.baseURL, named = "http://localhost:\(origin.port)"
+            func requests(_ host: String) -> Int {
+                origin.requests().filter { $0.path == "/small.png" && $0.header("Host") == "\(host):\(origin.port)" }
+                    .count
+            }
+            // Reopen both until 127.0.0.1's copy (expire 0) is revalidated: a just-validated copy is served for a
+            // moment (the repository's minimum freshness), so poll rather than expect it at the second open.
+            Poll.until(timeout: 10, interval: 0.02) {
+                #expect(PosixFile.read(mount.path(numeric + "/small.png")) == .success(small))
+                #expect(PosixFile.read(mount.path(named + "/small.png")) == .success(small))
+                return requests("127.0.0.1") >= 2
+            }
+            #expect(requests("127.0.0.1") >= 2, "expire 0 on 127.0.0.1: a later open revalidates")
+            #expect(requests("localhost") == 1, "localhost keeps the mount's 24 h")
+            #expect(PosixFile.read(mount.path(named + "/large.jpg")) == .failure(Errno(EFBIG)))
+            let numericLarge = PosixFile.read(mount.path(numeric + "/large.jpg"))
+            #expect(numericLarge == .success(large) ? true : false, "the max size is localhost's only")
         }
-        // Reopen both until 127.0.0.1's copy (expire 0) is revalidated: a just-validated copy is served for a moment
-        // (the repository's minimum freshness), so poll rather than expect it at the second open.
-        let deadline = Date().addingTimeInterval(10)
-        repeat {
-            #expect(PosixFile.read(mount.path(numeric + "/small.png")) == .success(small))
-            #expect(PosixFile.read(mount.path(named + "/small.png")) == .success(small))
-            Thread.sleep(forTimeInterval: 0.02)
-        } while requests("127.0.0.1") < 2 && Date() < deadline
-        #expect(requests("127.0.0.1") >= 2, "expire 0 on 127.0.0.1: a later open revalidates")
-        #expect(requests("localhost") == 1, "localhost keeps the mount's 24 h")
-        #expect(PosixFile.read(mount.path(named + "/large.jpg")) == .failure(Errno(EFBIG)))
-        let numericLarge = PosixFile.read(mount.path(numeric + "/large.jpg"))
-        #expect(numericLarge == .success(large) ? true : false, "the max size is localhost's only")
     }
 }
 

@@ -153,57 +153,54 @@ struct PrefetchTests {
 
     @Test("slow URLs are read in parallel on --concurrency threads")
     func parallel() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icon = try Fixtures.smallPNGs(1)[0]
-        origin.route(prefix: "/slow/") { _ in
-            var response = OriginResponse.ok(icon, contentType: "image/png")
-            response.headerDelay = 0.5
-            return response
+        try withMountedOrigin { origin, mount in
+            origin.route(prefix: "/slow/") { _ in
+                var response = OriginResponse.ok(icon, contentType: "image/png")
+                response.headerDelay = 0.5
+                return response
+            }
+            let list = "\(mount.root)/slow.txt"
+            let urls = (0..<12).map { "\(origin.baseURL)/slow/\($0).png\n" }
+            try urls.joined().write(toFile: list, atomically: true, encoding: .utf8)
+            let start = Date()
+            let run = try ChildProcess.run(
+                MountedImgfs.binary,
+                ["prefetch", "--concurrency", "12", mount.mountPoint, list])
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(run.status == 0, "\(run.output)")
+            #expect(summaryLine(run.output)?.hasPrefix("prefetched 12 of 12 images (") == true, "\(run.output)")
+            #expect(summaryLine(run.output)?.hasSuffix(", 0 failed") == true)
+            #expect(elapsed < 4, "12 reads of 0.5 s took \(elapsed) s (6 s one at a time)")
+            #expect(origin.totalRequests == 12)
         }
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let list = "\(mount.root)/slow.txt"
-        let urls = (0..<12).map { "\(origin.baseURL)/slow/\($0).png\n" }
-        try urls.joined().write(toFile: list, atomically: true, encoding: .utf8)
-        let start = Date()
-        let run = try ChildProcess.run(
-            MountedImgfs.binary,
-            ["prefetch", "--concurrency", "12", mount.mountPoint, list])
-        let elapsed = Date().timeIntervalSince(start)
-        #expect(run.status == 0, "\(run.output)")
-        #expect(summaryLine(run.output)?.hasPrefix("prefetched 12 of 12 images (") == true, "\(run.output)")
-        #expect(summaryLine(run.output)?.hasSuffix(", 0 failed") == true)
-        #expect(elapsed < 4, "12 reads of 0.5 s took \(elapsed) s (6 s one at a time)")
-        #expect(origin.totalRequests == 12)
     }
 
     @Test("not a mount or an unreadable list exits 2; a line that is not a URL fails with its reason; --quiet")
     func usageErrors() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let icon = try Fixtures.smallPNGs(1)[0]
-        origin.route("/a.png", .ok(icon, contentType: "image/png"))
-        let mount = try MountedImgfs()
-        defer { mount.stop() }
-        let list = "\(mount.root)/list.txt"
-        try "\(origin.baseURL)/a.png\nftp://example.com/b.png\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try withMountedOrigin { origin, mount in
+            origin.route("/a.png", .ok(icon, contentType: "image/png"))
+            let list = "\(mount.root)/list.txt"
+            try "\(origin.baseURL)/a.png\nftp://example.com/b.png\n".write(
+                toFile: list, atomically: true, encoding: .utf8)
 
-        let notMount = try ChildProcess.run(MountedImgfs.binary, ["prefetch", mount.root, list])
-        #expect(notMount.status == 2, "\(notMount.output)")
-        #expect(notMount.output.contains("is not an imgfs mount"))
-        let noList = try ChildProcess.run(
-            MountedImgfs.binary,
-            ["prefetch", mount.mountPoint, "\(mount.root)/absent.txt"])
-        #expect(noList.status == 2, "\(noList.output)")
-        #expect(noList.output.contains("No such file or directory"))
-        #expect(origin.totalRequests == 0)
+            let notMount = try ChildProcess.run(MountedImgfs.binary, ["prefetch", mount.root, list])
+            #expect(notMount.status == 2, "\(notMount.output)")
+            #expect(notMount.output.contains("is not an imgfs mount"))
+            let noList = try ChildProcess.run(
+                MountedImgfs.binary,
+                ["prefetch", mount.mountPoint, "\(mount.root)/absent.txt"])
+            #expect(noList.status == 2, "\(noList.output)")
+            #expect(noList.output.contains("No such file or directory"))
+            #expect(origin.totalRequests == 0)
 
-        let run = try ChildProcess.run(MountedImgfs.binary, ["prefetch", "--quiet", mount.mountPoint, list])
-        #expect(run.status == 1, "\(run.output)")
-        let reason = "not an http or https URL (the scheme is \"ftp\")"
-        #expect(run.output.contains("failed: ftp://example.com/b.png: \(reason)\n"))
-        #expect(summaryLine(run.output)?.hasPrefix("prefetched 1 of 2 images (") == true, "\(run.output)")
-        #expect(origin.requestCount("/a.png") == 1)
+            let run = try ChildProcess.run(MountedImgfs.binary, ["prefetch", "--quiet", mount.mountPoint, list])
+            #expect(run.status == 1, "\(run.output)")
+            let reason = "not an http or https URL (the scheme is \"ftp\")"
+            #expect(run.output.contains("failed: ftp://example.com/b.png: \(reason)\n"))
+            #expect(summaryLine(run.output)?.hasPrefix("prefetched 1 of 2 images (") == true, "\(run.output)")
+            #expect(origin.requestCount("/a.png") == 1)
+        }
     }
 }

@@ -9,20 +9,18 @@ import Testing
 struct RefusedAddressTests {
     @Test("a name resolving to a refused address: EACCES for open and closed ports, and no TCP connection at all")
     func refusedBeforeConnecting() throws {
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        origin.route("/icon.png", .ok(try Fixtures.smallPNGs(1)[0], contentType: "image/png"))
         let closed = try TestOrigin()
         let closedPort = closed.port
         closed.stop()
-        let mount = try MountedImgfs(arguments: ["--deny-private-networks"])
-        defer { mount.stop() }
-        // `localhost` is a name: the host check cannot refuse it, only the address it resolves to can.
-        let open = PosixFile.read(mount.path("http://localhost:\(origin.port)/icon.png"))
-        let shut = PosixFile.read(mount.path("http://localhost:\(closedPort)/icon.png"))
-        #expect(open == .failure(Errno(EACCES)))
-        #expect(shut == .failure(Errno(EACCES)), "a closed port answers like an open one")
-        #expect(origin.connectionCount == 0, "no connection was opened to the refused address")
-        #expect(mount.log.contains("loopback"))
+        try withMountedOrigin(["--deny-private-networks"]) { origin, mount in
+            origin.route("/icon.png", .ok(try Fixtures.smallPNGs(1)[0], contentType: "image/png"))
+            // `localhost` is a name: the host check cannot refuse it, only the address it resolves to can.
+            let open = PosixFile.read(mount.path("http://localhost:\(origin.port)/icon.png"))
+            let shut = PosixFile.read(mount.path("http://localhost:\(closedPort)/icon.png"))
+            #expect(open == .failure(Errno(EACCES)))
+            #expect(shut == .failure(Errno(EACCES)), "a closed port answers like an open one")
+            #expect(origin.connectionCount == 0, "no connection was opened to the refused address")
+            #expect(mount.log.contains("loopback"))
+        }
     }
 }

@@ -68,29 +68,24 @@ struct RequestRulesTests {
     @Test("the cookie file is read again when it changes")
     func cookieFileReloaded() throws {
         let image = try Fixtures.smallPNGs(1)[0]
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        origin.route(prefix: "/c", { _ in .ok(image, contentType: "image/png") })
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cookies = "\(directory)/cookies.txt"
         try write("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfirst\n", to: cookies)
-        let mount = try MountedImgfs(arguments: ["--cookie-file", cookies])
-        defer { mount.stop() }
-        #expect(reads(mount.path(origin.baseURL + "/c1.png"), image))
-        try write("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tsecond\n", to: cookies)
-        #expect(reads(mount.path(origin.baseURL + "/c2.png"), image))
-        let sent = origin.requests().map { ($0.path, $0.header("Cookie")) }
-        #expect(sent.first { $0.0 == "/c1.png" }?.1 == "sid=first")
-        #expect(sent.first { $0.0 == "/c2.png" }?.1 == "sid=second")
+        try withMountedOrigin(["--cookie-file", cookies]) { origin, mount in
+            origin.route(prefix: "/c", { _ in .ok(image, contentType: "image/png") })
+            #expect(reads(mount.path(origin.baseURL + "/c1.png"), image))
+            try write("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tsecond\n", to: cookies)
+            #expect(reads(mount.path(origin.baseURL + "/c2.png"), image))
+            let sent = origin.requests().map { ($0.path, $0.header("Cookie")) }
+            #expect(sent.first { $0.0 == "/c1.png" }?.1 == "sid=first")
+            #expect(sent.first { $0.0 == "/c2.png" }?.1 == "sid=second")
+        }
     }
 
     @Test("policy rules apply by host pattern, first match wins; SIGHUP and imgfs reload reread the file")
     func policyRulesAndReload() throws {
         let image = try Fixtures.smallPNGs(1)[0]
-        let origin = try TestOrigin()
-        defer { origin.stop() }
-        origin.route(prefix: "/p", { _ in .ok(image, contentType: "image/png") })
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let policy = "\(directory)/policy.yaml"
@@ -109,27 +104,29 @@ struct RequestRulesTests {
             """
         }
         try write(rules("one"), to: policy)
-        let mount = try MountedImgfs(arguments: ["--policy-file", policy, "--header", "X-Cli: yes"])
-        defer { mount.stop() }
-        #expect(reads(mount.path(origin.baseURL + "/p1.png"), image))
-        #expect(PosixFile.read(mount.path("http://localhost:\(origin.port)/p-denied.png")) == .failure(Errno(EACCES)))
-        #expect(origin.requestCount("/p-denied.png") == 0, "a denied host is never contacted")
-        try write(rules("two"), to: policy)
-        mount.process.signal(SIGHUP)
-        #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy reloaded") })
-        #expect(mount.isMounted, "SIGHUP reloads instead of unmounting")
-        #expect(reads(mount.path(origin.baseURL + "/p2.png"), image))
-        try write("rules:\n  - host: 127.0.0.1\n    colour: blue\n", to: policy)
-        let reload = try ChildProcess.run(MountedImgfs.binary, ["reload", mount.mountPoint])
-        #expect(reload.status == 0, "\(reload.output)")
-        #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy.yaml:3: unknown key colour") })
-        #expect(reads(mount.path(origin.baseURL + "/p3.png"), image))
-        let sent = Dictionary(origin.requests().map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(sent["/p1.png"]?.header("X-Rule") == "one")
-        #expect(sent["/p1.png"]?.header("User-Agent") == "Rule-one")
-        #expect(sent["/p1.png"]?.header("X-Cli") == "yes")
-        #expect(sent["/p2.png"]?.header("X-Rule") == "two")
-        #expect(sent["/p3.png"]?.header("X-Rule") == "two", "an invalid file at reload keeps the old rules")
+        try withMountedOrigin(["--policy-file", policy, "--header", "X-Cli: yes"]) { origin, mount in
+            origin.route(prefix: "/p", { _ in .ok(image, contentType: "image/png") })
+            #expect(reads(mount.path(origin.baseURL + "/p1.png"), image))
+            #expect(
+                PosixFile.read(mount.path("http://localhost:\(origin.port)/p-denied.png")) == .failure(Errno(EACCES)))
+            #expect(origin.requestCount("/p-denied.png") == 0, "a denied host is never contacted")
+            try write(rules("two"), to: policy)
+            mount.process.signal(SIGHUP)
+            #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy reloaded") })
+            #expect(mount.isMounted, "SIGHUP reloads instead of unmounting")
+            #expect(reads(mount.path(origin.baseURL + "/p2.png"), image))
+            try write("rules:\n  - host: 127.0.0.1\n    colour: blue\n", to: policy)
+            let reload = try ChildProcess.run(MountedImgfs.binary, ["reload", mount.mountPoint])
+            #expect(reload.status == 0, "\(reload.output)")
+            #expect(Poll.until(timeout: 10, interval: 0.02) { mount.log.contains("policy.yaml:3: unknown key colour") })
+            #expect(reads(mount.path(origin.baseURL + "/p3.png"), image))
+            let sent = Dictionary(origin.requests().map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(sent["/p1.png"]?.header("X-Rule") == "one")
+            #expect(sent["/p1.png"]?.header("User-Agent") == "Rule-one")
+            #expect(sent["/p1.png"]?.header("X-Cli") == "yes")
+            #expect(sent["/p2.png"]?.header("X-Rule") == "two")
+            #expect(sent["/p3.png"]?.header("X-Rule") == "two", "an invalid file at reload keeps the old rules")
+        }
     }
 
     @Test("an invalid policy file fails the mount with one line naming the file, the line and the reason")

@@ -13,7 +13,12 @@ struct SharedTierTests {
     /// CPU longer than 50 ms would send a transfer to the origin, which is right but not what these tests look at
     /// (the timeout has its own test, which passes `--shared-timeout 50ms`; the last value given wins).
     static func member(_ redis: RedisServer, _ arguments: [String] = []) throws -> MountedImgfs {
-        try MountedImgfs(arguments: ["--shared-cache", redis.address, "--shared-timeout", "1s"] + arguments)
+        try MountedImgfs(arguments: memberArguments(redis, arguments))
+    }
+
+    /// The arguments of ``member(_:_:)``, for a member mounted by `withMountedOrigin`.
+    static func memberArguments(_ redis: RedisServer, _ arguments: [String] = []) -> [String] {
+        ["--shared-cache", redis.address, "--shared-timeout", "1s"] + arguments
     }
 
     /// A real JPEG padded to `size` bytes (still starts like a JPEG).
@@ -44,28 +49,26 @@ struct SharedTierTests {
     func secondMountReadsTheSharedTier() throws {
         let redis = try RedisServer()
         defer { redis.stop() }
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let small = try Fixtures.smallPNGs(1)[0]
         let large = try Fixtures.largeJPEG()
-        origin.route("/icon.png", .ok(small, contentType: "image/png"))
-        origin.route("/large.jpg", .ok(large, contentType: "image/jpeg"))
-        let a = try Self.member(redis)
-        defer { a.stop() }
-        let b = try Self.member(redis)
-        defer { b.stop() }
-        for (path, body) in [("/icon.png", small), ("/large.jpg", large)] {
-            #expect(SharedTierTests.outcome(a.path(origin.baseURL + path), body) == "same bytes")
-            let published = path == "/icon.png" ? 1.0 : 2.0
-            #expect(a.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= published })
-            #expect(SharedTierTests.outcome(b.path(origin.baseURL + path), body) == "same bytes")
-            #expect(origin.requestCount(path) == 1, "B's cold read made \(origin.requestCount(path)) origin GETs")
+        try withMountedOrigin(SharedTierTests.memberArguments(redis)) { origin, a in
+            origin.route("/icon.png", .ok(small, contentType: "image/png"))
+            origin.route("/large.jpg", .ok(large, contentType: "image/jpeg"))
+            let b = try Self.member(redis)
+            defer { b.stop() }
+            for (path, body) in [("/icon.png", small), ("/large.jpg", large)] {
+                #expect(SharedTierTests.outcome(a.path(origin.baseURL + path), body) == "same bytes")
+                let published = path == "/icon.png" ? 1.0 : 2.0
+                #expect(a.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= published })
+                #expect(SharedTierTests.outcome(b.path(origin.baseURL + path), body) == "same bytes")
+                #expect(origin.requestCount(path) == 1, "B's cold read made \(origin.requestCount(path)) origin GETs")
+            }
+            #expect(b.statistics()["repository.shared_tier.hits"] == 2)
+            // B keeps it in its own tiers: a third read is served by B alone, even with Redis gone.
+            redis.stop()
+            #expect(SharedTierTests.outcome(b.path(origin.baseURL + "/large.jpg"), large) == "same bytes")
+            #expect(origin.requestCount("/large.jpg") == 1)
         }
-        #expect(b.statistics()["repository.shared_tier.hits"] == 2)
-        // B keeps it in its own tiers: a third read is served by B alone, even with Redis gone.
-        redis.stop()
-        #expect(SharedTierTests.outcome(b.path(origin.baseURL + "/large.jpg"), large) == "same bytes")
-        #expect(origin.requestCount("/large.jpg") == 1)
     }
 
     @Test("2 mounts x 16 readers of one cold URL make 1 origin GET")
@@ -90,60 +93,56 @@ struct SharedTierTests {
     func streamsWhileDownloading() throws {
         let redis = try RedisServer()
         defer { redis.stop() }
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let body = try Self.largeImage(40 << 20)
         var response = OriginResponse.ok(body, contentType: "image/jpeg")
         response.bytesPerSecond = 8 << 20
-        origin.route("/big.jpg", response)
-        let a = try Self.member(redis, ["--shared-max-size", "64M"])
-        defer { a.stop() }
-        let b = try Self.member(redis, ["--shared-max-size", "64M"])
-        defer { b.stop() }
-        let url = origin.baseURL + "/big.jpg"
-        let readA = Thread.detachedRead(a.path(url))
-        #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 4 << 20 })
-        let prefix = try #require(PosixFile.readPrefix(b.path(url), count: 2 << 20))
-        let sentWhenBHadIt = origin.bodyBytesSent("/big.jpg")
-        #expect(prefix.bytes == Array(body.prefix(2 << 20)))
-        #expect(sentWhenBHadIt < body.count, "B got its first bytes only after A's download ended")
-        #expect(SharedTierTests.outcome(b.path(url), body) == "same bytes")
-        #expect(SharedTierTests.describe(readA.result(timeout: 60), body) == "same bytes")
-        #expect(origin.requestCount("/big.jpg") == 1)
-        // B followed A's fetch (twice when the prefix read's close called its first transfer off).
-        #expect((b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1)
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--shared-max-size", "64M"])) { origin, a in
+            origin.route("/big.jpg", response)
+            let b = try Self.member(redis, ["--shared-max-size", "64M"])
+            defer { b.stop() }
+            let url = origin.baseURL + "/big.jpg"
+            let readA = Thread.detachedRead(a.path(url))
+            #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 4 << 20 })
+            let prefix = try #require(PosixFile.readPrefix(b.path(url), count: 2 << 20))
+            let sentWhenBHadIt = origin.bodyBytesSent("/big.jpg")
+            #expect(prefix.bytes == Array(body.prefix(2 << 20)))
+            #expect(sentWhenBHadIt < body.count, "B got its first bytes only after A's download ended")
+            #expect(SharedTierTests.outcome(b.path(url), body) == "same bytes")
+            #expect(SharedTierTests.describe(readA.result(timeout: 60), body) == "same bytes")
+            #expect(origin.requestCount("/big.jpg") == 1)
+            // B followed A's fetch (twice when the prefix read's close called its first transfer off).
+            #expect((b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1)
+        }
     }
 
     @Test("kill -9 of mount A mid-fetch: B completes within lease + fetch time with at most 1 extra GET")
     func leaseHolderDies() throws {
         let redis = try RedisServer()
         defer { redis.stop() }
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let body = try Self.largeImage(16 << 20)
         var response = OriginResponse.ok(body, contentType: "image/jpeg")
         response.bytesPerSecond = 4 << 20
-        origin.route("/big.jpg", response)
         let lease = 1.0
-        let a = try Self.member(redis, ["--shared-lease", "1s"])
-        defer { a.stop() }
-        let b = try Self.member(redis, ["--shared-lease", "1s"])
-        defer { b.stop() }
-        let url = origin.baseURL + "/big.jpg"
-        let readA = Thread.detachedRead(a.path(url))
-        #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 3 << 20 })
-        let start = Date()
-        let readB = Thread.detachedRead(b.path(url))
-        #expect(Poll.until(timeout: 20) { (b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1 })
-        #expect(Poll.until(timeout: 20) { (b.statistics()["repository.in_flight"] ?? 0) >= 1 })
-        a.process.kill9AndReap()
-        let fetchTime = Double(body.count) / Double(4 << 20)
-        let resultB = readB.result(timeout: 60)
-        let elapsed = Date().timeIntervalSince(start)
-        #expect(SharedTierTests.describe(resultB, body) == "same bytes")
-        #expect(elapsed < lease + fetchTime + 5, "B took \(elapsed) s")
-        #expect(origin.requestCount("/big.jpg") <= 2, "\(origin.requestCount("/big.jpg")) origin GETs")
-        _ = readA.result(timeout: 10)
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--shared-lease", "1s"])) { origin, a in
+            origin.route("/big.jpg", response)
+            let b = try Self.member(redis, ["--shared-lease", "1s"])
+            defer { b.stop() }
+            let url = origin.baseURL + "/big.jpg"
+            let readA = Thread.detachedRead(a.path(url))
+            #expect(Poll.until(timeout: 20) { origin.bodyBytesSent("/big.jpg") >= 3 << 20 })
+            let start = Date()
+            let readB = Thread.detachedRead(b.path(url))
+            #expect(Poll.until(timeout: 20) { (b.statistics()["repository.shared_tier.followed"] ?? 0) >= 1 })
+            #expect(Poll.until(timeout: 20) { (b.statistics()["repository.in_flight"] ?? 0) >= 1 })
+            a.process.kill9AndReap()
+            let fetchTime = Double(body.count) / Double(4 << 20)
+            let resultB = readB.result(timeout: 60)
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(SharedTierTests.describe(resultB, body) == "same bytes")
+            #expect(elapsed < lease + fetchTime + 5, "B took \(elapsed) s")
+            #expect(origin.requestCount("/big.jpg") <= 2, "\(origin.requestCount("/big.jpg")) origin GETs")
+            _ = readA.result(timeout: 10)
+        }
     }
 }
 

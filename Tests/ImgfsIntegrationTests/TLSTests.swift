@@ -44,7 +44,7 @@ struct TLSTests {
             process = try ChildProcess.spawn(
                 "/usr/sbin/nginx", ["-c", "\(root)/nginx.conf", "-p", root, "-g", "daemon off;"],
                 outputPath: "\(root)/nginx.out")
-            Thread.sleep(forTimeInterval: 0.5)
+            Poll.until { TCPProbe.accepts(host: "127.0.0.1", port: UInt16(port)) || process?.isRunning != true }
         }
 
         var baseURL: String { "https://127.0.0.1:\(port)" }

@@ -88,7 +88,7 @@ struct ManualPressureTests {
         #expect(recorder.count == 2)
         combined.stop()
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 8192)
-        try await Task.sleep(for: .milliseconds(30))
+        await settle(.milliseconds(30))  // a reading of the high value, if it still read
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 100)
         await settle(.milliseconds(50))
         #expect(recorder.count == 2)

@@ -38,7 +38,7 @@ struct MemAvailableMonitorTests {
 
         source.stop()
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 8192)
-        try await Task.sleep(for: .milliseconds(30))
+        await settle(.milliseconds(30))  // a reading of the high value, if it still read
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 100)
         await settle()
         #expect(recorder.count == 1, "no call after stop")
@@ -84,7 +84,7 @@ struct MemAvailableMonitorTests {
 
         source.stop()
         try fake.write("usage", "\(100 * mebibyte)\n")
-        try await Task.sleep(for: .milliseconds(30))
+        await settle(.milliseconds(30))  // a reading of the high value, if it still read
         try fake.write("usage", "\(1000 * mebibyte)\n")
         await settle()
         #expect(recorder.count == 1, "no call after stop")
@@ -127,7 +127,7 @@ struct MemAvailableMonitorTests {
         #expect(await recorder.wait(for: 1))
         source.start(recorder.handler)
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 8192)
-        try await Task.sleep(for: .milliseconds(30))
+        await settle(.milliseconds(30))  // a reading of the high value, if it still read
         try fake.writeMeminfo(totalMiB: 16384, availableMiB: 10)
         await settle()
         #expect(recorder.count == 1)

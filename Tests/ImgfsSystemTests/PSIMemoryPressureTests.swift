@@ -12,8 +12,11 @@ struct PSIMemoryPressureTests {
         let source = try PSIMemoryPressure(logger: testLogger)
         #expect(source.trigger == "some 150000 2000000")
         #expect(source.path.hasSuffix("memory.pressure") || source.path == "/proc/pressure/memory")
+        let others = threads(named: "imgfs-psi")  // of tests running at the same time
         source.start { _ in }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(
+            await eventually(timeout: .seconds(5)) { !threads(named: "imgfs-psi", asleep: true).isSubset(of: others) },
+            "the thread waits in its poll")
         let clock = ContinuousClock()
         let elapsed = clock.measure { source.stop() }
         #expect(elapsed < .seconds(1))

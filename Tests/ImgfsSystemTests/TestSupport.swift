@@ -16,12 +16,7 @@ final class Recorder: Sendable {
 
     /// Waits until at least `count` calls were recorded, at most `timeout`; returns whether they were.
     func wait(for count: Int, timeout: Duration = .seconds(1)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while self.count < count {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await eventually(timeout: timeout) { self.count >= count }
     }
 }
 
@@ -64,7 +59,29 @@ final class FakeFiles {
 
 let testLogger = Logger(label: "imgfs.system.tests")
 
-/// Lets the monitor under test take a few readings.
+/// Polls `condition` every 5 ms until it holds (true) or `timeout` has passed (false).
+func eventually(timeout: Duration = .seconds(1), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        await settle(.milliseconds(5))
+    }
+    return true
+}
+
+/// The thread ids of this process's threads named `name`; with `asleep`, only those blocked in a system call such as
+/// `poll` (state S in /proc).
+func threads(named name: String, asleep: Bool = false) -> Set<String> {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return Set(
+        tasks.filter { task in
+            let stat = (try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8)) ?? ""
+            return stat.contains(asleep ? "(\(name)) S " : "(\(name)) ")
+        })
+}
+
+/// Lets the monitor under test take a few readings (it reads its files every 10 ms): the one wait of these tests,
+/// for checks that something does NOT happen, and the step of ``eventually(timeout:_:)``.
 func settle(_ duration: Duration = .milliseconds(100)) async {
     try? await Task.sleep(for: duration)
 }

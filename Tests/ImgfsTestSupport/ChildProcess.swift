@@ -115,12 +115,12 @@ public final class ChildProcess: @unchecked Sendable {
     /// Returns its exit code, 128 + signal number if a signal ended it, or nil if it
     /// is still running at the deadline.
     public func wait(timeout: Double) -> Int32? {
-        let deadline = MonotonicClock.now() + timeout
-        while true {
-            if let status = poll(blocking: false) { return status }
-            if MonotonicClock.now() >= deadline { return nil }
-            usleep(10_000)
+        var status: Int32?
+        Poll.until(timeout: timeout) {
+            status = poll(blocking: false)
+            return status != nil
         }
+        return status
     }
 
     /// True until the child has exited (it is reaped when found to have exited).

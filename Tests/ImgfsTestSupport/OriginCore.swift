@@ -69,7 +69,7 @@ final class OriginCore: Sendable {
             case EINTR, ECONNABORTED, EPROTO:
                 continue
             case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                usleep(10_000)
+                _ = delay(until: MonotonicClock.now() + 0.01)  // out of descriptors or memory: back off a moment
             default:
                 return
             }
@@ -126,14 +126,10 @@ final class OriginCore: Sendable {
     /// True once `stop()` has begun.
     var isStopping: Bool { stopFlag.load(ordering: .acquiring) }
 
-    /// Sleeps until `deadline` (monotonic seconds); returns false early if the origin stops.
-    func sleep(until deadline: Double) -> Bool {
-        while !isStopping {
-            let remaining = deadline - MonotonicClock.now()
-            if remaining <= 0 { return true }
-            usleep(useconds_t(min(remaining, 0.01) * 1_000_000))
-        }
-        return false
+    /// Waits until `deadline` (monotonic seconds): the origin's one delay (a slow server, a paced body); returns false
+    /// early, within 10 ms, if the origin stops.
+    func delay(until deadline: Double) -> Bool {
+        !Poll.until(timeout: deadline - MonotonicClock.now()) { isStopping }
     }
 
     /// Closes the listener, shuts down every open connection and joins every thread.

@@ -40,14 +40,14 @@ struct OriginResponseWriter {
             }
         }
 
-        if response.headerDelay > 0 && !core.sleep(until: MonotonicClock.now() + response.headerDelay) {
+        if response.headerDelay > 0 && !core.delay(until: MonotonicClock.now() + response.headerDelay) {
             return .close
         }
         let head = header(for: response, hasBody: hasBody, chunked: chunked, close: mustClose)
         guard SocketIO.sendAll(fd, Array(head.utf8)) == head.utf8.count else { return .close }
 
         if sendsBody {
-            if response.firstByteDelay > 0 && !core.sleep(until: MonotonicClock.now() + response.firstByteDelay) {
+            if response.firstByteDelay > 0 && !core.delay(until: MonotonicClock.now() + response.firstByteDelay) {
                 return .close
             }
             guard writeBody(response, chunked: chunked) else { return .close }
@@ -99,7 +99,7 @@ struct OriginResponseWriter {
         var sent = 0
         while sent < limit {
             let end = min(sent + pieceSize, limit)
-            if let rate, !core.sleep(until: start + Double(end) / Double(rate)) { return false }
+            if let rate, !core.delay(until: start + Double(end) / Double(rate)) { return false }
             if core.isStopping { return false }
             let ok = body.withUnsafeBytes { bytes in
                 writePiece(UnsafeRawBufferPointer(rebasing: bytes[sent..<end]), chunked: chunked)

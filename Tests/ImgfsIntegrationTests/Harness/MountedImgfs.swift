@@ -96,11 +96,8 @@ final class MountedImgfs: @unchecked Sendable {
         // A program that still has a file of the mount open makes the unmount fail with EBUSY: a reader the test
         // started that has not exited yet, or a child of a concurrent test that inherited a descriptor. Try again for
         // a while rather than wait for an exit that cannot come.
-        let unmountDeadline = Date().addingTimeInterval(10)
-        while isMounted, (try? ChildProcess.run("/usr/bin/fusermount3", ["-u", mountPoint], timeout: 10))?.status != 0,
-            Date() < unmountDeadline
-        {
-            Thread.sleep(forTimeInterval: 0.05)
+        Poll.until(timeout: 10, interval: 0.05) {
+            !isMounted || (try? ChildProcess.run("/usr/bin/fusermount3", ["-u", mountPoint], timeout: 10))?.status == 0
         }
         status = process.wait(timeout: 10)
         if status == nil {
