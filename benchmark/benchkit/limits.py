@@ -88,7 +88,7 @@ class Limits:
         self.record(DOWNLOAD_THEN_READ, "cold-large" + suffix, large_mb / elapsed, "MB/s (curl into tmpfs, then read)")
 
     def warm_limits(self):
-        """tmpfs is the limit of every warm row: drop_caches and remounts do not touch it."""
+        """tmpfs is the limit of every warm row (drop_caches and remounts do not touch it), of `ls -l` and `stat`."""
         small_paths = [os.path.join(self.corpus, r) for r in self.small]
         large_paths = [os.path.join(self.corpus, r) for r in self.large]
         self.timed_read(LIMIT, "warm-small", small_paths, self.small, self.small_buffers, SMALL_READERS, "files",
@@ -99,12 +99,6 @@ class Limits:
             value = self.results.values[(LIMIT, f"warm-{kind}")][-1]
             for key in (f"warm-{kind}-1st", f"dropped-{kind}", f"remount-{kind}"):
                 self.results.add(LIMIT, key, value)
-        return small_paths, large_paths
-
-    def run_limits(self):
-        url = self.origin.url
-        self.cold_limits(url)
-        small_paths, large_paths = self.warm_limits()
         # The first-pass floor of warm-large: the same files just written into tmpfs, read once. Like the pages a
         # cold pass leaves in a page cache, they have been touched once; the second touch moves them to the kernel's
         # active list, which the tmpfs passes above (the corpus was read before) no longer pay.
@@ -118,6 +112,12 @@ class Limits:
         shutil.rmtree(fresh)
         self.record(LIMIT, "ls-l", time_ls(os.path.join(self.corpus, "small"))[0] * 1000, "ms (tmpfs)")
         self.record(LIMIT, "stat", time_stat(small_paths) * 1000, "ms (tmpfs)")
+        return small_paths, large_paths
+
+    def run_limits(self):
+        url = self.origin.url
+        self.cold_limits(url)
+        self.warm_limits()
         self.record(LIMIT, "dedup-wall", self.curl_one(url, self.dedup_rel) * 1000, "ms (curl, one fetch)")
         # The copying floor of the dedup row: the same 32 readers of the same file on tmpfs.
         elapsed, _ = read_all([os.path.join(self.corpus, self.dedup_rel)] * DEDUP_READERS,

@@ -32,7 +32,7 @@ class Namespace:
     a /30 on the pair, both ends and the namespace's loopback up. `host_ip` is the host end, `ip` the namespace's end
     (where the origin listens). Recorded in Owned, which deletes both at the end, also after a failure."""
 
-    def __init__(self, owned):
+    def __init__(self, owned, commands=None):
         self.name = f"imgfs-bench-{os.getpid()}"
         host_end, ns_end = f"ibh{os.getpid()}", f"ibn{os.getpid()}"
         net = free_subnet()
@@ -50,6 +50,12 @@ class Namespace:
         self.description = (f"network namespace {self.name}, veth {host_end} ({self.host_ip}) ↔ {ns_end} "
                             f"({self.ip}), MTU {self.mtu(host_end)}")
         log(self.description)
+        if commands is not None:
+            commands["network namespace"] = (
+                f"ip netns add {self.name}; ip link add {host_end} type veth peer name {ns_end}; "
+                f"ip link set {ns_end} netns {self.name}; ip addr add {self.host_ip}/30 dev {host_end}; "
+                f"ip link set {host_end} up; ip netns exec {self.name} ip addr add {self.ip}/30 dev {ns_end}; "
+                f"ip netns exec {self.name} ip link set {ns_end} up; ip netns exec {self.name} ip link set lo up")
 
     @staticmethod
     def mtu(device):

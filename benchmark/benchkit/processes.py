@@ -178,7 +178,7 @@ class CpuClock:
         after = machine_cpu_seconds()
         self.busy = after[0] - self.before[0]
         total = after[1] - self.before[1]
-        self.idle_share = (total - self.busy) / total if total > 0 else None
+        self.idle_share = max(0.0, (total - self.busy) / total) if total > 0 else None
         return self
 
 

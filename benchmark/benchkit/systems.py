@@ -56,6 +56,7 @@ class System:
     label = None  # the column header, when not the name
     only = None  # a system that runs only cold-small
     command_name = None  # how its command line is listed in the results, when not the name
+    directory = None  # the prefix of its mount points, caches and logs, when not the name
 
     def __init__(self, bench):
         self.bench = bench
@@ -75,14 +76,15 @@ class System:
 
     def mount(self, origin_url, cache=None):
         n = next(self.counter)
-        mountpoint = os.path.join(self.bench.work, "mnt", f"{self.name}-{n}")
+        slug = self.directory or self.name
+        mountpoint = os.path.join(self.bench.work, "mnt", f"{slug}-{n}")
         os.makedirs(mountpoint)
         if cache is None:
-            cache = os.path.join(self.bench.work, "cache", f"{self.name}-{n}")
+            cache = os.path.join(self.bench.work, "cache", f"{slug}-{n}")
             os.makedirs(cache)
         command = self.command(origin_url, mountpoint, cache)
         self.bench.commands.setdefault(self.command_name or self.name, " ".join(shlex.quote(c) for c in command))
-        logfile = open(os.path.join(self.bench.work, "logs", f"{self.name}-{n}.log"), "w")
+        logfile = open(os.path.join(self.bench.work, "logs", f"{slug}-{n}.log"), "w")
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
                                 env=self.environment())
         self.bench.owned.add_process(proc)
@@ -163,6 +165,7 @@ class ImgfsDefaults(Imgfs):
     (the HTTPS variant's certificate trust), for the HTTPS + HTTP/2 rows."""
 
     command_name = "imgfs (default options, HTTPS variant)"
+    directory = "imgfs-defaults"
 
     def __init__(self, bench, binary, options):
         super().__init__(bench, binary)

@@ -76,13 +76,17 @@ class Variants:
                                         name="delay-line-tls")
                 options = ["--http2"] + options
                 self.curl_options = options
+                bench.commands["delay line (https-h2)"] = " ".join(bench.delay.command)
             elif variant.netns or variant.corpus != "standard":
                 if variant.netns and self.namespace is None:
-                    self.namespace = Namespace(bench.owned)
+                    self.namespace = Namespace(bench.owned, bench.commands)
                 netns = self.namespace if variant.netns else None
                 bench.origin = Origin(bench.owned, bench.work, bench.corpus, netns=netns, name=f"nginx-{variant.name}")
                 bench.delay = None if bench.args.no_delay else DelayLine(
                     bench.owned, bench.work, bench.origin.port, netns=netns, name=f"delay-line-{variant.name}")
+                bench.commands[f"nginx ({variant.name})"] = " ".join(bench.origin.command)
+                if bench.delay:
+                    bench.commands[f"delay line ({variant.name})"] = " ".join(bench.delay.command)
             bench.warm_origin([bench.origin.url] * (not variant.https) + ([bench.delay.url] if bench.delay else []),
                               options)
             self.contexts[variant.name] = bench.context()
