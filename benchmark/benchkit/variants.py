@@ -4,6 +4,7 @@ only when it holds in every variant (benchkit/targets.py)."""
 from .settings import (
     HARNESS_ICON_RANGE, HARNESS_LARGE, QUICK_HARNESS_LARGE, VARIANT_REPS)
 from .processes import MountFailure, log
+from .results import Results
 from .netns import Namespace
 from .origin import DelayLine, Origin
 from .systems import ImgfsDefaults
@@ -65,7 +66,7 @@ class Variants:
                     harness = bench.context()
                 else:
                     bench.use({k: v for k, v in harness.items() if k not in ("origin", "delay")})
-            bench.results = type(self.base["results"])()
+            bench.results = Results()
             bench.systems = [imgfs]
             options = []
             if variant.https:

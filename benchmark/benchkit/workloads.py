@@ -16,31 +16,13 @@ from .corpus import build_corpus
 from .limits import Limits
 from .origin import DelayLine, Origin
 from .tls import Certificates
+from .results import Results
 from .reader import (
     Buffers, DiskLag, ReadErrors, ReadTimeout, join_stragglers, read_all, read_first_bytes, time_ls, time_stat,
     wait_for_disk_entries)
 from .lists import run_lists
 from .variants import Variants
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
-
-
-class Results:
-    def __init__(self):
-        self.values = {}  # (system, workload) -> [value per repetition]
-        self.notes = {}  # (system, workload) -> [text]
-        self.errors = []  # read errors, in full
-        self.capped = {}  # (system, workload) -> [files read before the cap, per repetition]
-
-    def add(self, system, workload, value):
-        self.values.setdefault((system, workload), []).append(value)
-
-    def note(self, system, workload, text):
-        notes = self.notes.setdefault((system, workload), [])
-        if text not in notes:
-            notes.append(text)
-
-    def get(self, system, workload):
-        return [v for v in self.values.get((system, workload), []) if v is not None]
 
 
 class Bench(Limits):
