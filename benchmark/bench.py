@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The imgfs benchmark driver (run through benchmark/bench, which installs, builds and cleans up).
 
-Builds a corpus of real images from Debian packages on a tmpfs, serves it with a private nginx on 127.0.0.1, and
-reads it through imgfs, httpdirfs and rclone mount with one reader (a Python thread pool), against the limits:
-direct curl (cold) and the same files on tmpfs (warm). Prints a Markdown table and writes it, with versions and the
-exact commands, to a results file. The pieces are in benchkit/: settings, processes (what a run owns), corpus,
-origin (nginx and the delay line), reader, systems, workloads and report.
+Builds corpora of real images from Debian packages on a tmpfs, serves them with private nginx instances, and reads
+them through imgfs, httpdirfs and rclone mount with one reader (a Python thread pool), against the limits: curl to
+/dev/null and download-then-read (cold), the same files on tmpfs (warm). Runs the loopback run and the variants of
+conditions (benchkit/variants.py: veth, back-to-back, icons, harness, https-h2), prints a Markdown table per variant
+and the targets table, and writes them, with versions and the exact commands, to a results file. The pieces are in
+benchkit/: settings, processes (what a run owns), corpus, origin (nginx and the delay line), netns, tls, reader,
+systems, limits, workloads, variants, report and targets.
 
-Network: every byte goes to 127.0.0.1 (nginx, and the delay line in front of it). Nothing else is contacted.
+Network: every byte goes to 127.0.0.1 or to the run's own network namespace over its veth pair (nginx, and the delay
+line in front of it). Nothing else is contacted.
 """
 import argparse
 import os
