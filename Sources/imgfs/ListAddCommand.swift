@@ -4,8 +4,9 @@ import ImgfsCore
 import ImgfsFuse
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
-/// names no image extension gets one from what the mount knows of it, or from a probe (a `stat` through the mount,
-/// which waits for the response headers, then its `user.imgfs.content_type`) unless `--no-probe`.
+/// names no image extension gets one from what the mount has cached of it (asked without a fetch), or else from a
+/// probe (a `stat` through the mount, which waits for the response headers, then its `user.imgfs.content_type`)
+/// unless `--no-probe`.
 ///
 /// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
 /// and keeps the names of the URLs that stay.
@@ -19,7 +20,7 @@ struct ListAddCommand: ParsableCommand {
     @Argument(help: "The list's name (no '/', no leading '.', at most 200 bytes).") var name: String
     @Argument(help: "The file that lists the URLs; - for standard input.") var file: String
 
-    @Flag(help: "Do not probe URLs without an image extension for their type (their names then have none).")
+    @Flag(help: "Do not probe URLs without an image extension (names then have one only when the type is cached).")
     var noProbe = false
 
     @Option(help: "How many URLs to probe at once.")
@@ -35,11 +36,12 @@ struct ListAddCommand: ParsableCommand {
         let (lines, problems) = ListText.parse(text)
         for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        let extensions =
-            noProbe
-            ? [:]
-            : ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
-                .extensions(for: lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil })
+        let unnamed = Array(Set(lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil }))
+        let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
+        var extensions = probe.knownExtensions(for: unnamed)
+        if !noProbe {
+            extensions.merge(probe.extensions(for: unnamed.filter { extensions[$0] == nil })) { known, _ in known }
+        }
         let previous = store.list(name, recheck: true)
         let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
         try store.save(list)

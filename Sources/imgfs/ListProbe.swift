@@ -10,6 +10,18 @@ struct ListProbe {
     let mountPoint: String
     let concurrency: Int
 
+    /// The extensions of the URLs whose type the mount has cached, asked of `.imgfs/` without a fetch.
+    func knownExtensions(for urls: [ImageURL]) -> [ImageURL: String] {
+        var known: [ImageURL: String] = [:]
+        for url in urls {
+            let name = ImageFilesystem.contentTypeByKeyPrefix + url.cacheKey
+            if let type = MountControl.get(name, on: "\(mountPoint)/.imgfs").flatMap(ImageExtension.forContentType) {
+                known[url] = type
+            }
+        }
+        return known
+    }
+
     func extensions(for urls: [ImageURL]) -> [ImageURL: String] {
         let unique = Array(Set(urls))
         guard !unique.isEmpty else { return [:] }

@@ -11,8 +11,16 @@ struct ListClientTests {
         try ChildProcess.run("/bin/sh", ["-c", command], timeout: timeout)
     }
 
+    /// The list `shots` of the fixture: its folder, its entries' names, URLs and image bytes, in list order.
+    private struct Shots {
+        let directory: String
+        let names: [String]
+        let urls: [String]
+        let images: [[UInt8]]
+    }
+
     /// A fixture whose list `shots` holds six images (JPEG and PNG, one without an extension in its URL).
-    private func withList(_ body: (ListFixture, String, [String]) throws -> Void) throws {
+    private func withList(_ body: (ListFixture, Shots) throws -> Void) throws {
         let fixture = try ListFixture()
         defer { fixture.stop() }
         let jpeg = try Fixtures.mediumJPEG()
@@ -22,38 +30,68 @@ struct ListClientTests {
             ["\(fixture.origin.baseURL)/photos/green-photo.jpg", "\(fixture.origin.baseURL)/raw/blob"]
             + (1...4).map(fixture.url)
         #expect(try fixture.add("shots", urls.joined(separator: "\n")).status == 0)
-        let directory = "\(fixture.mount.mountPoint)/lists/shots"
         let names = try fixture.ls("lists/shots")
         #expect(
             names == [
                 "00001-green-photo.jpg", "00002-blob.png", "00003-1.png", "00004-2.png", "00005-3.png",
                 "00006-4.png"
             ])
-        try body(fixture, directory, names)
+        let images = [jpeg, fixture.icons[5]] + (1...4).map { fixture.icons[$0] }
+        try body(
+            fixture,
+            Shots(directory: "\(fixture.mount.mountPoint)/lists/shots", names: names, urls: urls, images: images))
     }
 
-    @Test("feh -m and feh -t on a list folder: images, not blanks, labelled with the readable names")
+    /// Writes `images` under `names` into a new folder `directory`.
+    private func write(_ images: [[UInt8]], names: [String], to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (name, image) in zip(names, images) {
+            #expect(FileManager.default.createFile(atPath: "\(directory)/\(name)", contents: Data(image)))
+        }
+    }
+
+    @Test("feh -m and feh -t on a list folder under Xvfb: the screenshots show the images and the readable names")
     func feh() throws {
-        try withList { fixture, directory, names in
-            let montage = "\(fixture.mount.root)/montage.png"
-            let made = try sh("feh -m -O '\(montage)' '\(directory)' && identify -format '%k' '\(montage)'")
-            #expect(made.status == 0, "\(made.output)")
-            #expect((Int(made.output.split(separator: "\n").last ?? "") ?? 0) > 200, "montage colours: \(made.output)")
-            let thumbnails = "\(fixture.mount.root)/thumbnails.png"
-            let index = try sh("feh -t -O '\(thumbnails)' '\(directory)' && identify -format '%k %w' '\(thumbnails)'")
-            #expect(index.status == 0, "\(index.output)")
+        try withList { fixture, list in
+            let display = try VirtualDisplay()
+            defer { display.stop() }
+            // The origin's images under the same names on a tmpfs, and under the encoded URLs of img/: what feh shows
+            // of the list must be exactly what it shows of the first (the same pixels, labels included), and differ
+            // from the second (so the comparison can fail: the labels are the only difference).
+            let copies = "/dev/shm/imgfs-feh-\(getpid())-\(UUID().uuidString.prefix(6))"
+            defer { try? FileManager.default.removeItem(atPath: copies) }
+            try write(list.images, names: list.names, to: "\(copies)/readable")
+            let encoded = list.urls.map { URL(fileURLWithPath: fixture.mount.path($0)).lastPathComponent }
+            try write(list.images, names: encoded, to: "\(copies)/encoded")
+            let log = "\(fixture.mount.root)/feh.log"
+            func shot(_ mode: String, _ directory: String, _ label: String) throws -> String {
+                let path = "\(fixture.mount.root)/\(label).png"
+                let colours = try display.settledScreenshot(
+                    of: "/usr/bin/feh", [mode, "-S", "filename", "-W", "800", directory], to: path,
+                    minimumColours: 200, log: log)
+                // Not blank: the black screen has one colour, feh's text two more; the images bring hundreds.
+                let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                #expect(colours > 200, "\(label): \(colours) colours; feh said: \(said)")
+                return path
+            }
+            let montage = try shot("-m", list.directory, "montage-list")
+            let montageCopy = try shot("-m", "\(copies)/readable", "montage-tmpfs")
+            #expect(VirtualDisplay.differingPixels(montage, montageCopy) == 0, "the montage shows the same images")
+            let sheet = try shot("-t", list.directory, "thumbnails-list")
+            let sheetCopy = try shot("-t", "\(copies)/readable", "thumbnails-tmpfs")
+            let sheetEncoded = try shot("-t", "\(copies)/encoded", "thumbnails-encoded")
             #expect(
-                (Int(index.output.split(separator: "\n").last?.split(separator: " ").first ?? "") ?? 0) > 1000,
-                "thumbnail sheet colours: \(index.output)")
-            // The labels feh draws are the file names it read: its list mode prints them.
-            let listed = try sh("feh -l '\(directory)'")
-            for name in names { #expect(listed.output.contains(name), "\(name) in \(listed.output)") }
+                VirtualDisplay.differingPixels(sheet, sheetCopy) == 0,
+                "the thumbnail sheet shows the same images and the same labels as the tmpfs copy")
+            let otherLabels = VirtualDisplay.differingPixels(sheet, sheetEncoded) ?? 0
+            #expect(otherLabels > 100, "labels with the encoded URLs look different: \(otherLabels) pixels differ")
         }
     }
 
     @Test("sxiv in thumbnail mode under Xvfb shows the list; gio info names the entry's type and size")
     func thumbnailViewerAndGio() throws {
-        try withList { fixture, directory, names in
+        try withList { fixture, list in
+            let names = list.names, directory = list.directory
             let info = try sh("gio info '\(directory)/\(names[0])'")
             #expect(info.status == 0, "\(info.output)")
             #expect(info.output.contains("display name: \(names[0])"), "\(info.output)")
@@ -62,39 +100,21 @@ struct ListClientTests {
                 Issue.record("sxiv is not installed (mount-scripts/install-deps --test installs it)")
                 return
             }
-            let display = ":\(100 + getpid() % 9)"
-            let xvfb = try ChildProcess.spawn(
-                "/usr/bin/Xvfb", [display, "-screen", "0", "800x600x24", "-nolisten", "tcp"])
-            defer { xvfb.kill9AndReap() }
-            #expect(
-                Poll.until(timeout: 20, interval: 0.2) {
-                    (try? sh("DISPLAY=\(display) xdpyinfo >/dev/null 2>&1").status) == 0
-                })
-            var environment = ProcessInfo.processInfo.environment
-            environment["DISPLAY"] = display
+            let display = try VirtualDisplay()
+            defer { display.stop() }
             let viewerLog = "\(fixture.mount.root)/sxiv.log"
-            let viewer = try ChildProcess.spawn(
-                "/usr/bin/sxiv", ["-t", "-g", "800x600"] + names.map { "\(directory)/\($0)" },
-                environment: environment, outputPath: viewerLog)
-            defer { viewer.kill9AndReap() }
-            let shot = "\(fixture.mount.root)/sxiv.png"
-            var colours = 0
-            #expect(
-                Poll.until(timeout: 20, interval: 0.2) {
-                    let capture = try? sh(
-                        "DISPLAY=\(display) xwd -root -silent | convert xwd:- '\(shot)' && identify -format '%k' "
-                            + "'\(shot)'"
-                    )
-                    colours = Int(capture?.output ?? "") ?? 0
-                    return colours > 1000
-                }, "sxiv's thumbnails: \(colours) colours")
-            #expect(viewer.isRunning, "\((try? String(contentsOfFile: viewerLog, encoding: .utf8)) ?? "")")
+            let colours = try display.settledScreenshot(
+                of: "/usr/bin/sxiv", ["-t", "-g", "800x600"] + names.map { "\(directory)/\($0)" },
+                to: "\(fixture.mount.root)/sxiv.png", minimumColours: 1000, log: viewerLog)
+            let said = (try? String(contentsOfFile: viewerLog, encoding: .utf8)) ?? ""
+            #expect(colours > 1000, "sxiv's thumbnails: \(colours) colours; sxiv said: \(said)")
         }
     }
 
     @Test("headless Chromium decodes every <img> pointing at list entries by file:// path")
     func chromium() throws {
-        try withList { fixture, directory, names in
+        try withList { fixture, list in
+            let (directory, names) = (list.directory, list.names)
             let page = "\(fixture.mount.root)/page.html"
             let images = names.map { "<img src=\"file://\(directory)/\($0)\">" }.joined()
             let script = """
@@ -116,7 +136,8 @@ struct ListClientTests {
 
     @Test("os.scandir + Pillow load every entry; ls -l and cp -r copy the folder byte for byte")
     func pythonAndCoreutils() throws {
-        try withList { fixture, directory, names in
+        try withList { fixture, list in
+            let (directory, names) = (list.directory, list.names)
             let script = """
                 import os, sys
                 from PIL import Image

@@ -132,56 +132,59 @@ struct ListTests {
 /// Read-ahead and priorities through the real mount.
 @Suite("List read-ahead", .serialized, .enabled(if: FuseAvailability.available))
 struct ListReadAheadTests {
-    /// Opens entries `range` of `list` one after another, reading each whole and showing it for `viewing` seconds
-    /// (the simulated viewer's display time); returns the seconds each took to its first bytes.
+    /// Opens entries `range` of `list` one after another, reading each whole; each image stays on screen for
+    /// `viewing` seconds once read (the simulated viewer's display time). Returns, for each open, whether it found
+    /// its image cached (the mount's own answer: the host's `hits` counter in `stats.json`, counted when the entry is
+    /// looked up and opened, read after the open; reading it fetches nothing) and whether the whole image was read.
     static func step(
         _ fixture: ListFixture, list: String, names: [String], _ range: ClosedRange<Int>,
         viewing: Double = 0
-    ) -> [Double] {
-        range.map { index in
-            if viewing > 0 && index != range.lowerBound { Thread.sleep(forTimeInterval: viewing) }
+    ) -> [(hit: Bool, read: Bool)] {
+        var hits = fixture.hostCounters()["hits"] ?? 0
+        return range.map { index in
             let path = "\(fixture.mount.mountPoint)/lists/\(list)/\(names[index - 1])"
-            let start = DispatchTime.now().uptimeNanoseconds
-            let descriptor = open(path, O_RDONLY)
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let first = read(descriptor, &buffer, 4096)
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            while read(descriptor, &buffer, buffer.count) > 0 {}
-            close(descriptor)
-            return first > 0 ? seconds : 99
+            let read = (try? PosixFile.read(path).get())?.isEmpty == false
+            let start = Date()
+            let now = fixture.hostCounters()["hits"] ?? 0
+            defer { hits = now }
+            if viewing > 0 { Poll.elapse(max(0, viewing - Date().timeIntervalSince(start))) }
+            return (now == hits + 1, read)
         }
     }
 
-    static func stepping(readAhead: Int) throws -> (ttfb: [Double], gets: Int, counters: [String: Int]) {
+    /// The simulated viewer's run: each open's outcome, the origin's GETs, the list's counters.
+    typealias Stepping = (steps: [(hit: Bool, read: Bool)], gets: Int, counters: [String: Int])
+
+    static func stepping(readAhead: Int) throws -> Stepping {
         let fixture = try ListFixture(delay: 0.02, mountArguments: ["--read-ahead", "\(readAhead)"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
         #expect(try fixture.add("viewer", urls.joined(separator: "\n")).status == 0)
         let names = try fixture.ls("lists/viewer")
         #expect(names.count == 500 && fixture.origin.totalRequests == 0, "adding and listing fetched nothing")
-        let ttfb = step(fixture, list: "viewer", names: names, 1...30, viewing: 0.03)
+        let steps = step(fixture, list: "viewer", names: names, 1...30, viewing: 0.03)
         _ = fixture.mount.waitForStatistics(timeout: 5) { $0["repository.in_flight"] == 0 }
-        return (ttfb, fixture.origin.totalRequests, fixture.counters("viewer"))
+        return (steps, fixture.origin.totalRequests, fixture.counters("viewer"))
     }
 
     @Test("a viewer stepping through 30 of 500 entries at 20 ms: from the third on each open finds its image cached")
     func steppingViewer() throws {
-        let (ttfb, gets, counters) = try Self.stepping(readAhead: 8)
+        // What "finds its image cached" means, without a clock: the mount counts each open from the third on as a hit
+        // (its image was in memory or on disk when the entry was looked up), and the list's counters agree. How fast
+        // such an open is (the issue's 1 ms) is measured in release mode by the benchmark's stepping-viewer rows
+        // (`benchmark/bench --lists`: median and p90 time to first byte of images 3..30).
+        let (steps, gets, counters) = try Self.stepping(readAhead: 8)
         #expect(gets <= 30 + 8, "\(gets) GETs")
-        let late = Array(ttfb.dropFirst(2)).sorted()
-        print("stepping viewer, read-ahead 8: time to first byte \(ttfb.map { String(format: "%.4f", $0) })")
-        // The issue's bound is 1 ms each: typically met here (median ~0.5 ms), but a debug build on a shared 2-core
-        // machine under load measured medians of 1.03-1.17 ms, so the test holds the median to 2 ms and every open far
-        // below the origin's 20 ms (each found its image cached: see the hit counter below). The release benchmark
-        // row (bench --lists) measures the same viewer.
-        #expect(late[late.count / 2] <= 0.002, "median from the third image: \(late[late.count / 2])")
-        #expect(late.filter { $0 >= 0.005 }.isEmpty, "no open from the third on waited for the origin: \(ttfb)")
+        #expect(steps.allSatisfy { $0.read }, "every image was read")
+        let hits = steps.map { $0.hit ? "hit" : "miss" }
+        #expect(steps.dropFirst(2).allSatisfy { $0.hit }, "each open from the third found its image cached: \(hits)")
         #expect(counters["used"] ?? 0 >= 25 && counters["opens"] == 30, "\(counters)")
         #expect(counters["hits"] ?? 0 >= 28, "\(counters)")
 
-        let (plain, plainGets, _) = try Self.stepping(readAhead: 0)
+        let (plain, plainGets, plainCounters) = try Self.stepping(readAhead: 0)
         #expect(plainGets == 30)
-        #expect(plain.dropFirst(2).allSatisfy { $0 >= 0.015 }, "without read-ahead every open waits for the origin")
+        #expect(plain.allSatisfy { !$0.hit && $0.read }, "without read-ahead every open waits for the origin")
+        #expect(plainCounters["hits"] == 0 && plainCounters["misses"] == 30, "\(plainCounters)")
     }
 
     @Test("a jump far away cancels the read-ahead nobody asked for; the jumped-to entry loads first")

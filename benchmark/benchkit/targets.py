@@ -4,6 +4,7 @@ import statistics
 
 from .settings import MEMORY_BUDGET_MIB
 from .limits import DOWNLOAD_THEN_READ, LIMIT
+from .lists import list_targets
 
 HTTPS = "https-h2"
 
@@ -178,4 +179,7 @@ def target_table(variants, restart_entries):
     verdict = "not run" if value is None else ("met" if value <= 2 else "**missed**")
     lines.append(f"| restart, {entries} entries | mounted and serving ≤ 2 s | " + " | ".join(cells)
                  + f" | {verdict} |")
+    # The list rows (`bench --lists`, loopback only).
+    for what, goal, value, verdict in list_targets(lambda system, key: med(base, system, key), fmt):
+        lines.append(f"| {what} | {goal} | {value} | " + " | ".join(["–"] * (len(names) - 1)) + f" | {verdict} |")
     return "\n".join(lines)

@@ -42,6 +42,11 @@ extension ImageFilesystem {
             guard let error = repository.lastError(forKey: key) else { return .failure(.noAttribute) }
             return .success(Array(error.description.utf8))
         }
+        if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
+            let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
+            guard let type = repository.cachedContentType(forKey: key) else { return .failure(.noAttribute) }
+            return .success(Array(type.utf8))
+        }
         return extendedAttributes(inode).flatMap { attributes in
             guard let value = attributes.first(where: { $0.name == name })?.value else { return .failure(.noAttribute) }
             return .success(Array(value.utf8))
@@ -63,4 +68,7 @@ extension ImageFilesystem {
     /// On `.imgfs/`, `user.imgfs.error.<cache key>` is the last failure of the URL with that cache key (SHA-256 of
     /// ``ImageURL/requestString``): a failed URL has no file to read `user.imgfs.error` from (`imgfs why` asks here).
     public static let errorByKeyPrefix = "user.imgfs.error."
+    /// On `.imgfs/`, `user.imgfs.content_type.<cache key>` is the Content-Type of the cached image with that key,
+    /// answered from the caches without a fetch (`imgfs list add` names entries with it, also with `--no-probe`).
+    public static let contentTypeByKeyPrefix = "user.imgfs.content_type."
 }

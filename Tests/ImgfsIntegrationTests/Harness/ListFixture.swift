@@ -43,12 +43,21 @@ final class ListFixture {
 
     /// The counters of list `name` in `.imgfs/stats.json` (`lists[].counters`).
     func counters(_ name: String) -> [String: Int] {
+        statisticsCounters("lists", key: "name", value: name)
+    }
+
+    /// The counters of the origin's host in `.imgfs/stats.json` (`hosts[].counters`).
+    func hostCounters() -> [String: Int] {
+        statisticsCounters("hosts", key: "host", value: "127.0.0.1:\(origin.port)")
+    }
+
+    private func statisticsCounters(_ section: String, key: String, value: String) -> [String: Int] {
         guard let data = FileManager.default.contents(atPath: "\(mount.mountPoint)/.imgfs/stats.json"),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let lists = object["lists"] as? [[String: Any]],
-            let list = lists.first(where: { $0["name"] as? String == name })
+            let items = object[section] as? [[String: Any]],
+            let item = items.first(where: { $0[key] as? String == value })
         else { return [:] }
-        return (list["counters"] as? [String: Int]) ?? [:]
+        return (item["counters"] as? [String: Int]) ?? [:]
     }
 
     /// The names `ls` prints for a directory under the mount.
