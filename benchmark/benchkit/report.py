@@ -144,7 +144,8 @@ def report(bench):
         errors = results.errors
         if errors:
             sections += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
-    targets = target_table([(name, results) for name, _, results, _, _ in variants], bench.restart_entries)
+    targets = target_table([(name, results) for name, _, results, _, _ in variants], bench.restart_entries,
+                           measured_only=bench.args.lists)
     return "\n".join(sections).rstrip(), targets
 
 

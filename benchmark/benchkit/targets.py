@@ -148,9 +148,9 @@ TARGETS = [
 ]
 
 
-def target_table(variants, restart_entries):
+def target_table(variants, restart_entries, measured_only=False):
     """variants: [(name, Results)], loopback first. One column per variant; the last says met only when every
-    variant that measured the row met it."""
+    variant that measured the row met it. measured_only: leave out the rows no variant measured (`--lists`)."""
     names = [name for name, _ in variants]
     lines = ["| target | goal | " + " | ".join(names) + " | verdict |", "|---|---|" + "---|" * (len(names) + 1)]
     for label, goal, check, applies in TARGETS:
@@ -165,6 +165,8 @@ def target_table(variants, restart_entries):
                 verdicts.append(met)
                 text += " met" if met else " **missed**"
             cells.append(text)
+        if measured_only and all(c == "–" for c in cells):
+            continue
         if not goal:
             verdict = "floor / for scale" if any(c != "–" for c in cells) else "–"
         elif not verdicts:
@@ -177,9 +179,10 @@ def target_table(variants, restart_entries):
     value = med(base, "imgfs", "restart")
     cells = [f"{value:.2f} s (ext4, cold)" if value is not None else "not run"] + ["–"] * (len(names) - 1)
     verdict = "not run" if value is None else ("met" if value <= 2 else "**missed**")
-    lines.append(f"| restart, {entries} entries | mounted and serving ≤ 2 s | " + " | ".join(cells)
-                 + f" | {verdict} |")
+    if value is not None or not measured_only:
+        lines.append(f"| restart, {entries} entries | mounted and serving ≤ 2 s | " + " | ".join(cells)
+                     + f" | {verdict} |")
     # The list rows (`bench --lists`, loopback only).
     for what, goal, value, verdict in list_targets(lambda system, key: med(base, system, key), fmt):
-        lines.append(f"| {what} | {goal} | {value} | " + " | ".join(["–"] * (len(names) - 1)) + f" | {verdict} |")
+        lines.append(f"| {what} | {goal} | " + " | ".join([value] + ["–"] * (len(names) - 1)) + f" | {verdict} |")
     return "\n".join(lines)

@@ -31,8 +31,8 @@ VARIANTS = [
     Variant("harness", "the three together, as in the independent harness: veth, the harness corpus, back to back",
             netns=True, corpus="harness", back_to_back=True),
     Variant("https-h2", "nginx over HTTPS with HTTP/2 (`listen … ssl http2`, a certificate the run makes with "
-            "openssl), 20 ms through the delay line; cold rows only; imgfs with its default options (6 transfers "
-            "per host) against `curl --http2 --parallel`, the same trust on both", https=True),
+            "openssl), 20 ms through the delay line; cold rows only; imgfs with its default options (no transfer "
+            "limits given) against `curl --http2 --parallel`, the same trust on both", https=True),
 ]
 NAMES = [v.name for v in VARIANTS]
 
