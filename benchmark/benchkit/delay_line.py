@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The delay line of the 20 ms variant, run as a process of its own by the benchmark:
-    delay_line.py LISTEN_PORT UPSTREAM_PORT ONE_WAY_SECONDS
-listens on 127.0.0.1:LISTEN_PORT and forwards to 127.0.0.1:UPSTREAM_PORT, holding everything ONE_WAY_SECONDS in each
-direction."""
+    delay_line.py LISTEN_PORT UPSTREAM_PORT ONE_WAY_SECONDS [LISTEN_HOST]
+listens on LISTEN_HOST (127.0.0.1 by default):LISTEN_PORT and forwards to LISTEN_HOST:UPSTREAM_PORT, holding
+everything ONE_WAY_SECONDS in each direction."""
 import asyncio
 import signal
 import sys
 
 
-async def delay_line(listen_port, upstream_port, one_way):
+async def delay_line(listen_port, upstream_port, one_way, listen_host="127.0.0.1"):
     """A TCP proxy that holds every chunk one_way seconds in each direction, and a new connection 2 * one_way
     (the handshake's round trip): a stand-in for a link with 2 * one_way round-trip time, since this kernel has no
     netem (nor fq/etf, which could delay packets by departure time)."""
@@ -50,7 +50,7 @@ async def delay_line(listen_port, upstream_port, one_way):
     async def handle(client_reader, client_writer):
         try:
             await asyncio.sleep(2 * one_way)
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+            up_reader, up_writer = await asyncio.open_connection(listen_host, upstream_port)
         except OSError:
             client_writer.close()
             return
@@ -63,7 +63,7 @@ async def delay_line(listen_port, upstream_port, one_way):
                 except OSError:
                     pass
 
-    server = await asyncio.start_server(handle, "127.0.0.1", listen_port, backlog=4096)
+    server = await asyncio.start_server(handle, listen_host, listen_port, backlog=4096)
     async with server:
         await server.serve_forever()
 
@@ -73,4 +73,5 @@ async def delay_line(listen_port, upstream_port, one_way):
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listen, upstream, one_way = sys.argv[1:4]
-    asyncio.run(delay_line(int(listen), int(upstream), float(one_way)))
+    host = sys.argv[4] if len(sys.argv) > 4 else "127.0.0.1"
+    asyncio.run(delay_line(int(listen), int(upstream), float(one_way), host))

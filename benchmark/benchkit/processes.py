@@ -29,11 +29,14 @@ class Owned:
         self.state = os.path.join(workdir, "state")
         self.pids = {}
         self.mounts = []
+        self.netns = []  # network namespaces this run created (`ip netns add`)
+        self.links = []  # host-side veth ends this run created (deleting one deletes its peer)
         self.lock = threading.Lock()
         self._write()
 
     def _write(self):
-        lines = [f"pid {pid}" for pid in self.pids] + [f"mount {m}" for m in self.mounts]
+        lines = ([f"pid {pid}" for pid in self.pids] + [f"mount {m}" for m in self.mounts]
+                 + [f"link {name}" for name in self.links] + [f"netns {name}" for name in self.netns])
         tmp = self.state + ".tmp"
         with open(tmp, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -61,6 +64,29 @@ class Owned:
                 self.mounts.remove(path)
                 self._write()
 
+    def add_netns(self, name):
+        with self.lock:
+            self.netns.append(name)
+            self._write()
+
+    def add_link(self, name):
+        with self.lock:
+            self.links.append(name)
+            self._write()
+
+    def remove_network(self):
+        """Deletes the veth pairs and network namespaces this run created (their processes are stopped first)."""
+        for name in list(self.links):
+            subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with self.lock:
+                self.links.remove(name)
+                self._write()
+        for name in list(self.netns):
+            subprocess.run(["ip", "netns", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with self.lock:
+                self.netns.remove(name)
+                self._write()
+
     def stop_process(self, proc, sig=signal.SIGTERM, wait=10):
         if proc.poll() is None:
             try:
@@ -80,6 +106,7 @@ class Owned:
                 self.stop_process(proc, wait=5)
             except Exception as error:  # keep cleaning
                 log(f"cleanup: {error}")
+        self.remove_network()
 
 
 def is_mounted(path):
@@ -106,8 +133,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def drop_caches():
-    os.sync()
+def drop_caches(sync=True):
+    """Drops the page cache; without sync, dirty pages (writes still pending) stay and nothing waits for them."""
+    if sync:
+        os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
 
@@ -125,9 +154,32 @@ def vmhwm_mib(pid):
 
 def machine_busy_seconds():
     """CPU seconds all CPUs spent on anything but idling and waiting for I/O, since boot (from /proc/stat)."""
+    return machine_cpu_seconds()[0]
+
+
+def machine_cpu_seconds():
+    """(busy, total) CPU seconds of all CPUs since boot, from /proc/stat's first line: busy is everything but idle and
+    iowait (user, nice, system, irq, softirq, steal: all processes and the kernel); total includes idle and iowait."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    total = sum(fields[:8])
+    return (total - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK"), total / os.sysconf("SC_CLK_TCK")
+
+
+class CpuClock:
+    """The machine's CPU while a clock runs: start() and stop() around the timed work; then busy (CPU seconds of all
+    processes and the kernel) and idle_share (the fraction of all CPUs' time spent idle or waiting for I/O)."""
+
+    def start(self):
+        self.before = machine_cpu_seconds()
+        return self
+
+    def stop(self):
+        after = machine_cpu_seconds()
+        self.busy = after[0] - self.before[0]
+        total = after[1] - self.before[1]
+        self.idle_share = max(0.0, (total - self.busy) / total) if total > 0 else None
+        return self
 
 
 def cpu_snapshot():

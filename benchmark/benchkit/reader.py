@@ -8,7 +8,7 @@ import threading
 import time
 
 from .settings import FIRST_BYTES
-from .processes import BenchFailure, machine_busy_seconds
+from .processes import BenchFailure, CpuClock
 
 
 class Buffers:
@@ -35,7 +35,7 @@ def read_all(paths, expected, buffers, threads, timeout, stop_after=None, cpu=No
     """Reads every path with `threads` threads (each takes the next path); returns (wall time in seconds, files
     read). With stop_after (seconds), no new file is started after that time: the files read are then the first n.
     expected: [(size, sha256)]; the bytes are checked after the clock stops: any difference fails the run. With cpu
-    (a list), the CPU seconds the whole machine spent while the clock ran are appended to it."""
+    (a list), the machine's CpuClock of the time the clock ran is appended to it (busy seconds, idle share)."""
     count = len(paths)
     counter = itertools.count()
     errors = []
@@ -75,7 +75,7 @@ def read_all(paths, expected, buffers, threads, timeout, stop_after=None, cpu=No
         w.start()
     if stop_after is not None:
         stop_at[0] = time.monotonic() + stop_after
-    busy = machine_busy_seconds()
+    clock = CpuClock().start()
     barrier.wait()
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
@@ -83,7 +83,7 @@ def read_all(paths, expected, buffers, threads, timeout, stop_after=None, cpu=No
         w.join(max(0.0, deadline - time.monotonic()))
     elapsed = time.perf_counter() - start
     if cpu is not None:
-        cpu.append(machine_busy_seconds() - busy)
+        cpu.append(clock.stop())
     if any(w.is_alive() for w in workers):
         raise ReadTimeout(workers)
     if errors:

@@ -7,17 +7,24 @@ import shutil
 import statistics
 import subprocess
 
-from .settings import DEDUP_READERS, LARGE_READERS, MEMORY_BUDGET_MIB, SMALL_READERS, THROTTLE_RATE
-from .lists import LIST_WORKLOADS, list_targets
+from .settings import DEDUP_READERS, LARGE_READERS, SMALL_READERS, THROTTLE_RATE
+from .limits import DOWNLOAD_THEN_READ, LIMIT
+from .lists import LIST_WORKLOADS
 from .processes import run_out
+from .targets import fmt, target_table
+from .variants import LOOPBACK
 
 
 # (key, label, unit, better, limit label)
 WORKLOADS = [
-    ("cold-small", f"cold-small: {SMALL_READERS} readers, empty caches", "files/s", "higher", "curl"),
+    ("cold-small", f"cold-small: {SMALL_READERS} readers, empty caches", "files/s", "higher", "curl → /dev/null"),
     ("cold-small-cpu", "cold-small: CPU time of the whole machine per file (all processes and the kernel)", "µs",
-     "lower", "curl"),
-    ("cold-large", f"cold-large: {LARGE_READERS} readers, empty caches", "MB/s", "higher", "curl"),
+     "lower", "curl → /dev/null"),
+    ("cold-large", f"cold-large: {LARGE_READERS} readers, empty caches", "MB/s", "higher", "curl → /dev/null"),
+    ("cold-large-cpu", "cold-large: CPU time of the whole machine per MB (all processes and the kernel)", "ms",
+     "lower", "curl → /dev/null"),
+    ("cold-large-idle", "cold-large: share of the machine's CPU time idle while the clock ran", "%", "info",
+     "curl → /dev/null"),
     ("warm-small-1st", "warm-small: again, at once (first pass)", "files/s", "higher", "tmpfs"),
     ("warm-small", "warm-small: passes 2–5 (median)", "files/s", "higher", "tmpfs"),
     ("warm-large-1st", "warm-large: again, at once (first pass)", "MB/s", "higher", "tmpfs"),
@@ -28,6 +35,8 @@ WORKLOADS = [
     ("dropped-small-cpu", "small after drop_caches: CPU time of the whole machine per file (the FUSE round trips "
      "of a cold file without its transfer)", "µs", "lower", ""),
     ("dropped-large", "large after drop_caches", "MB/s", "higher", "tmpfs"),
+    ("dropped-large-cpu", "large after drop_caches: CPU time of the whole machine per MB (serving the bytes through "
+     "FUSE without a transfer)", "ms", "lower", ""),
     ("remount-small", "small after remount", "files/s", "higher", "tmpfs"),
     ("remount-large", "large after remount", "MB/s", "higher", "tmpfs"),
     ("remount-gets", "origin GETs of files during the remount reads", "GETs", "lower", ""),
@@ -40,8 +49,8 @@ WORKLOADS = [
     ("dedup-bytes", "dedup: origin bytes / file size", "×", "exact", "curl"),
     ("first-64k", f"first 64 KiB of a cold 8 MB file (nginx limit_rate {THROTTLE_RATE})", "ms", "lower", "curl"),
     ("rss", "daemon peak RSS (VmHWM)", "MiB", "lower", ""),
-    ("cold-small@20ms", "cold-small, 20 ms round trip", "files/s", "higher", "curl"),
-    ("cold-large@20ms", "cold-large, 20 ms round trip", "MB/s", "higher", "curl"),
+    ("cold-small@20ms", "cold-small, 20 ms round trip", "files/s", "higher", "curl → /dev/null"),
+    ("cold-large@20ms", "cold-large, 20 ms round trip", "MB/s", "higher", "curl → /dev/null"),
     ("first-64k@20ms", "first 64 KiB, 20 ms round trip", "ms", "lower", "curl"),
     ("dedup-wall@20ms", f"dedup, 20 ms round trip: {DEDUP_READERS} readers", "ms", "lower", "curl, one fetch"),
     ("dedup-gets@20ms", "dedup, 20 ms round trip: origin GETs", "GETs", "exact", "curl"),
@@ -50,18 +59,6 @@ WORKLOADS = [
     ("restart-tmpfs", "restart with N cached entries (tmpfs): first read served", "s", "lower", ""),
 ]
 WORKLOADS += LIST_WORKLOADS
-
-
-def fmt(value):
-    if value is None:
-        return "–"
-    if value >= 1000:
-        return f"{value:,.0f}"
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
 
 
 def summarize(values):
@@ -87,127 +84,69 @@ def cell(results, system, key):
     return text
 
 
-def ratio(results, system, key):
+def ratio(results, system, key, limit_system=LIMIT):
     s = summarize(results.get(system, key))
-    limit = summarize(results.get("limit", key))
+    limit = summarize(results.get(limit_system, key))
     if s is None or limit is None or limit[0] == 0:
         return None
     return s[0] / limit[0]
 
 
-def report(bench):
-    results = bench.results
-    systems = ["limit"] + [s.name for s in bench.systems]
-    keys = [w for w in WORKLOADS if any(results.get(s, w[0]) or results.notes.get((s, w[0])) for s in systems)]
-    lines = []
-    header = ["workload", "unit", "limit"] + [s.label or s.name for s in bench.systems]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
+def workload_table(results, systems, restart_entries):
+    """The medians (min–max) of every row measured: the limit, download-then-read, and each system."""
+    names = [LIMIT] + [s.name for s in systems]
+    keys = [w for w in WORKLOADS if any(results.get(s, w[0]) or results.notes.get((s, w[0])) for s in names)]
+    header = ["workload", "unit", "limit", "download-then-read"] + [s.label or s.name for s in systems]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for key, label, unit, better, limit_label in keys:
-        limit_text = cell(results, "limit", key)
+        limit_text = cell(results, LIMIT, key)
         if limit_label and limit_text != "–":
             limit_text = f"{limit_text} ({limit_label})"
-        label = label.replace("N cached", f"{bench.restart_entries:,} cached")
-        row = [label, unit, limit_text] + [cell(results, s.name, key) for s in bench.systems]
+        label = label.replace("N cached", f"{restart_entries:,} cached")
+        row = [label, unit, limit_text, cell(results, DOWNLOAD_THEN_READ, key)] + [cell(results, s.name, key)
+                                                                                    for s in systems]
         lines.append("| " + " | ".join(row) + " |")
-    footnotes = [f"- {system}, {label.replace('N cached', f'{bench.restart_entries:,} cached')}: {note}"
-                 for key, label, *_ in keys for system in systems
+    footnotes = [f"- {system}, {label.replace('N cached', f'{restart_entries:,} cached')}: {note}"
+                 for key, label, *_ in keys for system in names
                  for note in results.notes.get((system, key), []) if len(note) > SHORT_NOTE]
     if footnotes:
         lines += [""] + footnotes
-    table = "\n".join(lines)
-
-    lines = ["| workload | better | " + " | ".join(s.label or s.name for s in bench.systems) + " |",
-             "|" + "---|" * (2 + len(bench.systems))]
-    for key, label, unit, better, limit_label in keys:
-        if not limit_label or better == "exact" or key == "rss":
-            continue
-        row = [f"{key} (÷ {limit_label})", better]
-        for s in bench.systems:
-            r = ratio(results, s.name, key)
-            row.append("–" if r is None else f"{r:.2f}×")
-        lines.append("| " + " | ".join(row) + " |")
-    ratios = "\n".join(lines)
-    targets = target_table(bench)
-    return table, ratios, targets
-
-
-def target_table(bench):
-    results = bench.results
-
-    def med(system, key):
-        s = summarize(results.get(system, key))
-        return None if s is None else s[0]
-
-    rows = []
-
-    def at_least(key, factor, limit_name):
-        value, limit = med("imgfs", key), med("limit", key)
-        if value is None or limit is None:
-            rows.append((key, f"≥ {factor}× {limit_name}", "–", "not measured"))
-            return
-        r = value / limit
-        rows.append((key, f"≥ {factor}× {limit_name}", f"{r:.2f}× ({fmt(value)} vs {fmt(limit)})",
-                     "met" if r >= factor else "**missed**"))
-
-    def for_scale(key, floor_key, what):
-        """A row without a goal: imgfs against a floor the limit itself shows in the same situation."""
-        value, floor = med("imgfs", key), med("limit", floor_key)
-        if value is not None and floor:
-            rows.append((f"{key}, for scale", f"÷ {what}", f"{value / floor:.2f}× ({fmt(value)} vs {fmt(floor)})",
-                         "–"))
-
-    at_least("cold-small", 0.9, "curl")
-    at_least("cold-small@20ms", 0.9, "curl")
-    at_least("cold-large", 0.9, "curl")
-    at_least("cold-large@20ms", 0.9, "curl")
-    at_least("warm-large-1st", 0.9, "tmpfs")
-    for_scale("warm-large-1st", "warm-large-fresh", "the same first read on tmpfs (files just written)")
-    at_least("warm-large", 0.9, "tmpfs")
-    at_least("warm-small-1st", 0.5, "tmpfs")
-    at_least("warm-small", 0.5, "tmpfs")
-    value, limit = med("imgfs", "dropped-large"), med("limit", "warm-large")
-    if value is not None and limit:
-        rows.append(("dropped-large", "≥ 0.5× tmpfs", f"{value / limit:.2f}× ({fmt(value)} vs {fmt(limit)})",
-                     "met" if value / limit >= 0.5 else "**missed**"))
-    for suffix in ("", "@20ms"):
-        gets, nbytes = results.get("imgfs", "dedup-gets" + suffix), results.get("imgfs", "dedup-bytes" + suffix)
-        if gets:
-            ok = all(g == 1 for g in gets) and all(abs(b - 1.0) < 1e-9 for b in nbytes)
-            rows.append((f"dedup GETs, bytes{suffix}", "exactly 1 GET, 1× bytes",
-                         f"GETs {sorted(set(gets))}, bytes {', '.join(f'{b:.2f}×' for b in sorted(set(nbytes)))}",
-                         "met" if ok else "**missed**"))
-        value, limit = med("imgfs", "dedup-wall" + suffix), med("limit", "dedup-wall" + suffix)
-        if value is not None and limit:
-            rows.append((f"dedup wall{suffix}", "≤ 1.2× one curl fetch",
-                         f"{value / limit:.2f}× ({fmt(value)} vs {fmt(limit)} ms)",
-                         "met" if value <= 1.2 * limit else "**missed**"))
-        if not suffix:
-            for_scale("dedup-wall", "dedup-tmpfs", "the same 32 readers on tmpfs (copying floor)")
-    for key in ("first-64k", "first-64k@20ms"):
-        value, limit = med("imgfs", key), med("limit", key)
-        if value is not None and limit:
-            rows.append((key, "≤ 1.2× curl + 5 ms", f"{fmt(value)} ms vs {fmt(1.2 * limit + 5)} ms allowed",
-                         "met" if value <= 1.2 * limit + 5 else "**missed**"))
-    value, limit = med("imgfs", "ls-l"), med("limit", "ls-l")
-    if value is not None and limit:
-        rows.append(("ls -l", "≤ 2× tmpfs", f"{value / limit:.2f}× ({fmt(value)} vs {fmt(limit)} ms)",
-                     "met" if value <= 2 * limit else "**missed**"))
-    value = med("imgfs", "rss")
-    if value is not None:
-        rows.append(("peak RSS", f"≤ {MEMORY_BUDGET_MIB} + 40 MiB", f"{fmt(value)} MiB",
-                     "met" if value <= MEMORY_BUDGET_MIB + 40 else "**missed**"))
-    value = med("imgfs", "restart")
-    entries = f"{bench.restart_entries:,}" if bench.restart_entries else "100,000"
-    if value is not None:
-        rows.append((f"restart, {entries} entries", "mounted and serving ≤ 2 s", f"{value:.2f} s (ext4, cold)",
-                     "met" if value <= 2 else "**missed**"))
-    else:
-        rows.append((f"restart, {entries} entries", "mounted and serving ≤ 2 s", "–", "not run"))
-    rows += list_targets(med, fmt)
-    lines = ["| target | goal | imgfs | |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def ratio_table(results, systems):
+    """Each system's median ÷ the limit's median (and ÷ download-then-read for the cold rows)."""
+    names = [s.label or s.name for s in systems]
+    lines = ["| workload | better | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(systems))]
+    for key, label, unit, better, limit_label in WORKLOADS:
+        if not limit_label or better in ("exact", "info") or key == "rss":
+            continue
+        for limit, text in ((LIMIT, limit_label), (DOWNLOAD_THEN_READ, "download-then-read")):
+            cells = [ratio(results, s.name, key, limit) for s in systems]
+            if all(r is None for r in cells):
+                continue
+            row = [f"{key} (÷ {text})", better] + ["–" if r is None else f"{r:.2f}×" for r in cells]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def report(bench):
+    """(the tables of every variant, as Markdown with a heading each; the targets table)."""
+    if bench.variants:
+        variants = bench.variants.described()
+    else:
+        variants = [(LOOPBACK[0], LOOPBACK[1], bench.results, bench.systems, bench.corpus_text)]
+    sections = []
+    for name, description, results, systems, corpus in variants:
+        sections += [f"### Variant {name}", "", f"{description}.", "", f"Corpus: {corpus}.", "",
+                     workload_table(results, systems, bench.restart_entries), "",
+                     "Ratios (median ÷ median of the limit):", "", ratio_table(results, systems), ""]
+        errors = results.errors
+        if errors:
+            sections += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
+    targets = target_table([(name, results) for name, _, results, _, _ in variants], bench.restart_entries,
+                           measured_only=bench.args.lists)
+    return "\n".join(sections).rstrip(), targets
 
 
 def cpu_model():
@@ -236,36 +175,45 @@ def versions(bench):
     return "\n".join(f"- {k}: {v}" for k, v in items)
 
 
-def write_results(bench, table, ratios, targets):
+def write_results(bench, tables, targets):
     load = bench.load_before
     started = datetime.datetime.fromtimestamp(bench.started)
     quiet = "quiet" if load[0] < 0.5 else f"**not quiet** (1-minute load {load[0]:.2f} ≥ 0.5)"
+    variant_reps = bench.variants.reps if bench.variants else 0
     text = [f"# imgfs benchmark, {started:%Y-%m-%d %H:%M}", "",
-            f"{'Quick run (--quick)' if bench.quick else 'Full run'}: {bench.reps} repetition(s), median (min–max); "
+            f"{'Quick run (--quick)' if bench.quick else 'Full run'}: {bench.reps} repetition(s) of loopback"
+            f"{f', {variant_reps} of each other variant' if bench.variants else ''}, median (min–max); "
             f"took {bench.finished - bench.started:.0f} s. Load average before the run: "
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({quiet}); 1-minute load at the start of each repetition: "
             f"{', '.join(f'{x:.2f}' for x in bench.loads)} (this run's own threads count too); CPU seconds other "
             f"user-space processes used during each repetition: {', '.join(f'{x:.1f}' for x in bench.foreign)}.", "",
-            f"Corpus: {bench.corpus_text}.", "",
-            table, "", "Ratios (median ÷ median of the limit):", "", ratios, "", "imgfs targets:", "", targets, "",
+            "imgfs targets (a target is met only when it holds in every variant that measures it; rows without a "
+            "goal are floors measured in the same run):", "", targets, "", tables, "",
             "## Versions", "", versions(bench), "", "## Commands", ""]
     for name, command in bench.commands.items():
         text.append(f"- {name}: `{command}`")
-    if bench.results.errors:
-        text[text.index("## Versions"):text.index("## Versions")] = (
-            ["## Errors", ""] + [f"- {e}" for e in bench.results.errors] + [""])
-    text += ["- drop caches: `sync; echo 3 > /proc/sys/vm/drop_caches`",
-             f"- delay line (20 ms variant): `{' '.join(bench.delay.command) if bench.delay else 'not run'}`",
+    errors = [e for _, _, results, _, _ in (bench.variants.described() if bench.variants else []) for e in
+              results.errors] or bench.results.errors
+    if errors:
+        at = text.index("## Versions")
+        text[at:at] = ["## Errors", ""] + [f"- {e}" for e in errors] + [""]
+    text += ["- drop caches: `sync; echo 3 > /proc/sys/vm/drop_caches` (back to back: without sync)",
+             f"- delay line (20 ms rows): `{' '.join(bench.delay.command) if bench.delay else 'not run'}`",
              "- readers: `benchmark/bench.py` read_all(): os.open + os.readv into a pre-allocated buffer until "
              "EOF, N threads taking the next file; sha256 checked after the clock stops", "",
-             "nginx configuration:", "", "```nginx", bench.origin.conf.rstrip(), "```", ""]
+             "nginx configuration (loopback; the other variants' origins differ in the listen address and root):", "",
+             "```nginx", bench.origin.conf.rstrip(), "```", ""]
     os.makedirs(bench.args.results, exist_ok=True)
     path = os.path.join(bench.args.results, f"{started:%Y-%m-%d-%H%M%S}{'-quick' if bench.quick else ''}.md")
     with open(path, "w") as f:
         f.write("\n".join(text))
+    values = {f"{s}|{w}": v for (s, w), v in bench.results.values.items()}
+    if bench.variants:
+        values = {f"{name}|{s}|{w}": v for name, _, results, _, _ in bench.variants.described()
+                  for (s, w), v in results.values.items()}
     with open(os.path.join(bench.work, "results.json"), "w") as f:
-        json.dump({f"{s}|{w}": v for (s, w), v in bench.results.values.items()}, f)
+        json.dump(values, f)
     shutil.copyfile(os.path.join(bench.work, "results.json"), path[:-3] + ".json")
-    if bench.results.errors:
+    if errors:
         shutil.copytree(os.path.join(bench.work, "logs"), path[:-3] + "-logs")
     return path

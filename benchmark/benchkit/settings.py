@@ -40,3 +40,16 @@ LARGE_IMAGES = [
 QUICK_LARGE = LARGE_IMAGES[4:10]  # six of 4-9 MB, no conversion
 DEDUP_SOURCE = "/usr/share/backgrounds/mate/abstract/Elephants_5640x3172.jpg"  # 16.4 MB
 THROTTLED_SOURCE = "/usr/share/backgrounds/mate/abstract/Elephants_3840x2160.jpg"  # 8.5 MB
+
+# The corpus of the "icons" and "harness" variants (issue 20's independent harness): smaller icons (512–6,000 B: mean
+# ≈ 1.6 KB) and 23 large files of 1–48 MB with a 48 MB PNG among them (random pixels: no Debian image is that big).
+HARNESS_ICON_RANGE = (512, 6000)
+NOISE_48MB = ("noise:4000x4000", "a 48 MB PNG of random pixels made by the benchmark", "png")
+HARNESS_EXTRA = [
+    ("/usr/share/backgrounds/mate/abstract/Elephants.jpg", "mate-backgrounds", None),  # 1.0 MB
+    ("/usr/share/backgrounds/mate/desktop/Ubuntu-Mate-Warm-no-logo.png", "mate-backgrounds", None),  # 1.8 MB
+    NOISE_48MB,
+]
+HARNESS_LARGE = LARGE_IMAGES + HARNESS_EXTRA
+QUICK_HARNESS_LARGE = QUICK_LARGE + [HARNESS_EXTRA[0], NOISE_48MB]
+VARIANT_REPS = 2  # repetitions of each variant beside loopback in a full run (loopback: --reps, 3)

@@ -55,6 +55,8 @@ class System:
     name = ""
     label = None  # the column header, when not the name
     only = None  # a system that runs only cold-small
+    command_name = None  # how its command line is listed in the results, when not the name
+    directory = None  # the prefix of its mount points, caches and logs, when not the name
 
     def __init__(self, bench):
         self.bench = bench
@@ -74,14 +76,15 @@ class System:
 
     def mount(self, origin_url, cache=None):
         n = next(self.counter)
-        mountpoint = os.path.join(self.bench.work, "mnt", f"{self.name}-{n}")
+        slug = self.directory or self.name
+        mountpoint = os.path.join(self.bench.work, "mnt", f"{slug}-{n}")
         os.makedirs(mountpoint)
         if cache is None:
-            cache = os.path.join(self.bench.work, "cache", f"{self.name}-{n}")
+            cache = os.path.join(self.bench.work, "cache", f"{slug}-{n}")
             os.makedirs(cache)
         command = self.command(origin_url, mountpoint, cache)
-        self.bench.commands.setdefault(self.name, " ".join(shlex.quote(c) for c in command))
-        logfile = open(os.path.join(self.bench.work, "logs", f"{self.name}-{n}.log"), "w")
+        self.bench.commands.setdefault(self.command_name or self.name, " ".join(shlex.quote(c) for c in command))
+        logfile = open(os.path.join(self.bench.work, "logs", f"{slug}-{n}.log"), "w")
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
                                 env=self.environment())
         self.bench.owned.add_process(proc)
@@ -155,3 +158,18 @@ class Rclone(System):
     def command(self, origin_url, mountpoint, cache):
         return ["rclone", "mount", ":http:", mountpoint, "--http-url", origin_url + "/", "--vfs-cache-mode", "full",
                 "--read-only", "--cache-dir", cache]
+
+
+class ImgfsDefaults(Imgfs):
+    """imgfs with its default options (transfer limits, memory budget; 6 transfers per host) and the given options
+    (the HTTPS variant's certificate trust), for the HTTPS + HTTP/2 rows."""
+
+    command_name = "imgfs (default options, HTTPS variant)"
+    directory = "imgfs-defaults"
+
+    def __init__(self, bench, binary, options):
+        super().__init__(bench, binary)
+        self.options = list(options)
+
+    def command(self, origin_url, mountpoint, cache):
+        return [self.binary, "mount", mountpoint, "-f", "--cache-dir", cache, *self.options]

@@ -3,7 +3,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import threading
@@ -12,37 +11,21 @@ import time
 from .settings import (
     DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE, SMALL_READERS,
     WARM_PASSES)
-from .processes import (
-    BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log, machine_busy_seconds)
-from .corpus import build_corpus, sha256_file
+from .processes import BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log
+from .corpus import build_corpus
+from .limits import Limits
 from .origin import DelayLine, Origin
+from .tls import Certificates
+from .results import Results
 from .reader import (
     Buffers, DiskLag, ReadErrors, ReadTimeout, join_stragglers, read_all, read_first_bytes, time_ls, time_stat,
     wait_for_disk_entries)
 from .lists import run_lists
+from .variants import Variants
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
 
 
-class Results:
-    def __init__(self):
-        self.values = {}  # (system, workload) -> [value per repetition]
-        self.notes = {}  # (system, workload) -> [text]
-        self.errors = []  # read errors, in full
-        self.capped = {}  # (system, workload) -> [files read before the cap, per repetition]
-
-    def add(self, system, workload, value):
-        self.values.setdefault((system, workload), []).append(value)
-
-    def note(self, system, workload, text):
-        notes = self.notes.setdefault((system, workload), [])
-        if text not in notes:
-            notes.append(text)
-
-    def get(self, system, workload):
-        return [v for v in self.values.get((system, workload), []) if v is not None]
-
-
-class Bench:
+class Bench(Limits):
     def __init__(self, args):
         self.args = args
         self.work = args.workdir
@@ -62,15 +45,26 @@ class Bench:
     # -- set-up ---------------------------------------------------------------------------------------------------
     def setup(self):
         tmpfs = os.path.join(self.work, "tmpfs")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g,mode=0755", "imgfs-bench", tmpfs], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3g,mode=0755", "imgfs-bench", tmpfs], check=True)
         self.owned.add_mount(tmpfs)
-        self.corpus = os.path.join(tmpfs, "corpus")
+        self.tmpfs = tmpfs
         self.scratch = os.path.join(tmpfs, "scratch")
         os.makedirs(self.scratch)
+        self.certificates = Certificates(os.path.join(self.work, "tls"), ["127.0.0.1"])
         small = 300 if self.quick else 2000
-        large = QUICK_LARGE if self.quick else LARGE_IMAGES
-        log(f"building the corpus ({small} icons, {len(large)} large images) on tmpfs")
-        self.manifest = build_corpus(self.corpus, small, large)
+        self.load_corpus("corpus", small, QUICK_LARGE if self.quick else LARGE_IMAGES)
+        self.origin = Origin(self.owned, self.work, self.corpus, tls=(self.certificates.cert, self.certificates.key))
+        self.delay = None if self.args.no_delay else DelayLine(self.owned, self.work, self.origin.port)
+        self.warm_origin([self.origin.url] + ([self.delay.url] if self.delay else []))
+        self.systems = [Imgfs(self, self.args.imgfs), Imgfs6(self, self.args.imgfs), Httpdirfs(self), Rclone(self)]
+        self.systems = [s for s in self.systems if s.name in self.args.systems.split(",")]
+
+    def load_corpus(self, name, small_count, large, icon_range=(512, 50 * 1024)):
+        """Builds a corpus on the tmpfs (benchkit/corpus.py) and makes it the one the workloads read."""
+        self.corpus = os.path.join(self.tmpfs, name)
+        log(f"building the corpus {name} ({small_count} icons of {icon_range[0]}–{icon_range[1]} B, {len(large)} "
+            "large images) on tmpfs")
+        self.manifest = build_corpus(self.corpus, small_count, large, icon_range)
         self.small = sorted(r for r in self.manifest if r.startswith("small/"))
         self.large = sorted(r for r in self.manifest if r.startswith("large/"))
         self.dedup_rel = "dedup/elephants-16mb.jpg"
@@ -80,25 +74,32 @@ class Bench:
         self.small_buffers = Buffers([self.manifest[r][0] for r in self.small])
         self.large_buffers = Buffers([self.manifest[r][0] for r in self.large])
         self.dedup_buffers = Buffers([self.manifest[self.dedup_rel][0]] * DEDUP_READERS)
-        self.origin = Origin(self.owned, self.work, self.corpus)
-        self.delay = None if self.args.no_delay else DelayLine(self.owned, self.work, self.origin.port)
-        # One untimed pass through the origin (and the delay line), so that the first repetition is not the only one
-        # that pays for nginx's first opens of the files.
-        for url in [self.origin.url] + ([self.delay.url] if self.delay else []):
-            self.curl_many(url, self.small + self.large + [self.dedup_rel], SMALL_READERS)
-        self.systems = [Imgfs(self, self.args.imgfs), Imgfs6(self, self.args.imgfs), Httpdirfs(self), Rclone(self)]
-        self.systems = [s for s in self.systems if s.name in self.args.systems.split(",")]
-        small_bytes = sum(self.manifest[r][0] for r in self.small)
-        large_bytes = sum(self.manifest[r][0] for r in self.large)
-        self.corpus_text = (f"{len(self.small)} PNG icons ({small_bytes / MB:.1f} MB, "
-                            f"{min(self.manifest[r][0] for r in self.small)}–"
-                            f"{max(self.manifest[r][0] for r in self.small)} B, median "
-                            f"{statistics.median(self.manifest[r][0] for r in self.small):.0f} B) from "
-                            f"{', '.join(ICON_PACKAGES)}; {len(self.large)} large images ({large_bytes / MB:.1f} MB, "
-                            f"{min(self.manifest[r][0] for r in self.large) / MB:.1f}–"
-                            f"{max(self.manifest[r][0] for r in self.large) / MB:.1f} MB, JPEG/PNG/WebP) from "
+        small_sizes = [self.manifest[r][0] for r in self.small]
+        large_sizes = [self.manifest[r][0] for r in self.large]
+        self.corpus_text = (f"{len(self.small)} PNG icons ({sum(small_sizes) / MB:.1f} MB, "
+                            f"{min(small_sizes)}–{max(small_sizes)} B, mean {statistics.mean(small_sizes):.0f} B, "
+                            f"median {statistics.median(small_sizes):.0f} B) from {', '.join(ICON_PACKAGES)}; "
+                            f"{len(self.large)} large images ({sum(large_sizes) / MB:.1f} MB, "
+                            f"{min(large_sizes) / MB:.1f}–{max(large_sizes) / MB:.1f} MB, JPEG/PNG/WebP) from "
                             f"{', '.join(sorted({p for _, p, _ in large}))}")
         log(self.corpus_text)
+
+    def warm_origin(self, urls, options=()):
+        """One untimed pass through each origin URL, so that the first repetition is not the only one that pays for
+        nginx's first opens of the files."""
+        for url in urls:
+            self.curl_many(url, self.small + self.large + [self.dedup_rel], SMALL_READERS, options=options)
+
+    CONTEXT = ("corpus", "manifest", "small", "large", "throttled_prefix", "small_buffers", "large_buffers",
+               "dedup_buffers", "corpus_text", "origin", "delay", "results", "systems")
+
+    def context(self):
+        """What a variant changes (corpus, origin, delay line, results, systems), to switch between variants."""
+        return {name: getattr(self, name) for name in self.CONTEXT}
+
+    def use(self, context):
+        for name, value in context.items():
+            setattr(self, name, value)
 
     def expected(self, rels):
         return [self.manifest[r] for r in rels]
@@ -114,7 +115,8 @@ class Bench:
             try:
                 cpu = []
                 elapsed, done = read_all(paths, self.expected(rels), buffers, threads, self.timeout, cap, cpu)
-                self.last_cpu = cpu[0]  # while the clock ran: the checksums after it are not the system's work
+                # While the clock ran: the checksums after it are not the system's work.
+                self.last_cpu, self.last_idle = cpu[0].busy, cpu[0].idle_share
             except ReadTimeout as error:
                 log(f"{system_name} {workload}: no result within {self.timeout} s")
                 self.results.add(system_name, workload, None)
@@ -150,65 +152,6 @@ class Bench:
             f"{f', median of {passes} passes' if passes > 1 else ''})")
         return done
 
-    # -- the limits -----------------------------------------------------------------------------------------------
-    def curl_many(self, origin_url, rels, parallel):
-        out = os.path.join(self.scratch, "curl")
-        os.makedirs(out, exist_ok=True)
-        config = os.path.join(self.work, "curl.cfg")
-        with open(config, "w") as f:
-            for index, rel in enumerate(rels):
-                f.write(f'url = "{origin_url}/{rel}"\noutput = "{out}/{index}"\n')
-        command = ["curl", "--parallel", "--parallel-max", str(parallel), "--no-progress-meter", "--fail",
-                   "--config", config]
-        self.commands.setdefault(f"curl --parallel-max {parallel}",
-                                 " ".join(command) + "   # config: url = …/<file>, output = <tmpfs>/<n> per file")
-        busy = machine_busy_seconds()
-        start = time.perf_counter()
-        result = subprocess.run(command, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        elapsed = time.perf_counter() - start
-        self.last_cpu = machine_busy_seconds() - busy
-        if result.returncode != 0:
-            raise BenchFailure(f"curl failed: {result.stderr.decode(errors='replace')[:500]}")
-        for index, rel in enumerate(rels):
-            path = os.path.join(out, str(index))
-            size, digest = self.manifest[rel]
-            if os.path.getsize(path) != size or sha256_file(path) != digest:
-                raise BenchFailure(f"curl: {rel} differs from the original")
-        shutil.rmtree(out)
-        return elapsed
-
-    def curl_one(self, origin_url, rel):
-        out = os.path.join(self.scratch, "one")
-        command = ["curl", "--no-progress-meter", "--fail", "-o", out, f"{origin_url}/{rel}"]
-        self.commands.setdefault("curl (one file)", " ".join(command))
-        start = time.perf_counter()
-        subprocess.run(command, check=True, timeout=300)
-        elapsed = time.perf_counter() - start
-        if sha256_file(out) != self.manifest[rel][1]:
-            raise BenchFailure(f"curl: {rel} differs from the original")
-        os.unlink(out)
-        return elapsed
-
-    def curl_first_bytes(self, origin_url, rel):
-        command = ["curl", "--no-progress-meter", "--no-buffer", f"{origin_url}/{rel}"]
-        self.commands.setdefault("curl (first 64 KiB)",
-                                 " ".join(command) + "   # stdout read until 64 KiB, then killed")
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
-        self.owned.add_process(proc)
-        data = b""
-        while len(data) < FIRST_BYTES:
-            chunk = proc.stdout.read(FIRST_BYTES - len(data))
-            if not chunk:
-                break
-            data += chunk
-        elapsed = time.perf_counter() - start
-        self.owned.stop_process(proc, signal.SIGKILL)
-        proc.stdout.close()
-        if data != self.throttled_prefix:
-            raise BenchFailure("curl: the first 64 KiB of the throttled file differ from the original")
-        return elapsed
-
     def read_failed(self, system_name, workload, error, abort):
         log(f"{system_name} {workload}: READ ERRORS: {error}")
         self.results.add(system_name, workload, None)
@@ -221,59 +164,6 @@ class Bench:
     def record(self, system, workload, value, text):
         self.results.add(system, workload, value)
         log(f"{system:9} {workload:16} {value:10.1f} {text}")
-
-    def run_limits(self):
-        url = self.origin.url
-        n = len(self.small)
-        large_bytes = sum(self.manifest[r][0] for r in self.large)
-        self.record("limit", "cold-small", n / self.curl_many(url, self.small, SMALL_READERS), "files/s (curl)")
-        self.record("limit", "cold-small-cpu", self.last_cpu / n * 1e6, "µs of CPU per file (curl)")
-        self.record("limit", "cold-large", large_bytes / self.curl_many(url, self.large, LARGE_READERS) / MB,
-                    "MB/s (curl)")
-        small_paths = [os.path.join(self.corpus, r) for r in self.small]
-        large_paths = [os.path.join(self.corpus, r) for r in self.large]
-        # tmpfs is the limit of every warm row: drop_caches and remounts do not touch it.
-        self.timed_read("limit", "warm-small", small_paths, self.small, self.small_buffers, SMALL_READERS, "files",
-                        passes=WARM_PASSES)
-        self.timed_read("limit", "warm-large", large_paths, self.large, self.large_buffers, LARGE_READERS, "bytes",
-                        passes=WARM_PASSES)
-        for kind in ("small", "large"):
-            value = self.results.values[("limit", f"warm-{kind}")][-1]
-            self.results.add("limit", f"warm-{kind}-1st", value)
-            self.results.add("limit", f"dropped-{kind}", value)
-            self.results.add("limit", f"remount-{kind}", value)
-        # The first-pass floor of warm-large: the same files just written into tmpfs, read once. Like the pages a
-        # cold pass leaves in a page cache, they have been touched once; the second touch moves them to the kernel's
-        # active list, which the tmpfs passes above (the corpus was read before) no longer pay.
-        fresh = os.path.join(self.scratch, "fresh-large")
-        os.makedirs(fresh)
-        fresh_paths = [os.path.join(fresh, str(index)) for index in range(len(large_paths))]
-        for source, target in zip(large_paths, fresh_paths):
-            shutil.copyfile(source, target)
-        self.timed_read("limit", "warm-large-fresh", fresh_paths, self.large, self.large_buffers, LARGE_READERS,
-                        "bytes")
-        shutil.rmtree(fresh)
-        self.record("limit", "ls-l", time_ls(os.path.join(self.corpus, "small"))[0] * 1000, "ms (tmpfs)")
-        self.record("limit", "stat", time_stat(small_paths) * 1000, "ms (tmpfs)")
-        self.record("limit", "dedup-wall", self.curl_one(url, self.dedup_rel) * 1000, "ms (curl, one fetch)")
-        # The copying floor of the dedup row: the same 32 readers of the same file on tmpfs.
-        elapsed, _ = read_all([os.path.join(self.corpus, self.dedup_rel)] * DEDUP_READERS,
-                              [self.manifest[self.dedup_rel]] * DEDUP_READERS, self.dedup_buffers, DEDUP_READERS,
-                              self.timeout)
-        self.record("limit", "dedup-tmpfs", elapsed * 1000, "ms (32 readers of the file on tmpfs)")
-        self.results.add("limit", "dedup-gets", 1)
-        self.results.add("limit", "dedup-bytes", 1.0)
-        self.record("limit", "first-64k", self.curl_first_bytes(url, self.throttled_rel) * 1000, "ms (curl)")
-        if self.delay:
-            durl = self.delay.url
-            self.record("limit", "cold-small@20ms", n / self.curl_many(durl, self.small, SMALL_READERS),
-                        "files/s (curl)")
-            self.record("limit", "cold-large@20ms", large_bytes / self.curl_many(durl, self.large, LARGE_READERS) / MB,
-                        "MB/s (curl)")
-            self.record("limit", "first-64k@20ms", self.curl_first_bytes(durl, self.throttled_rel) * 1000, "ms (curl)")
-            self.record("limit", "dedup-wall@20ms", self.curl_one(durl, self.dedup_rel) * 1000, "ms (curl, one fetch)")
-            self.results.add("limit", "dedup-gets@20ms", 1)
-            self.results.add("limit", "dedup-bytes@20ms", 1.0)
 
     # -- a file system --------------------------------------------------------------------------------------------
     def run_system(self, system):
@@ -291,9 +181,12 @@ class Bench:
                 log(f"{system.name}: {error}")
                 self.results.errors.append(f"{system.name}: {error}")
 
-    def run_sequence(self, system):
+    def run_sequence(self, system, back_to_back=False):
         """cold-small, warm-small, ls -l, stat, cold-large, warm-large, drop_caches, both again, remount, both
-        again: on one mount (and its cache after the remount)."""
+        again: on one mount (and its cache after the remount). The warm passes between the two cold ones give the disk
+        writer time, drop_caches syncs first, and the remount waits until the disk cache holds every entry.
+        back_to_back: cold-large right after cold-small, then the warm rows, drop_caches without sync and the remount
+        without waiting: no pause for background disk writes anywhere."""
         name = system.name
         url = self.origin.url
         mount = system.mount(url)
@@ -308,7 +201,9 @@ class Bench:
             # Later small-file rows read what the cold pass read (all of it unless it hit the cap).
             rels = self.small[:done]
             small = small[:done]
-            lag = DiskLag(mount, done) if system.name == "imgfs" else None
+            lag = DiskLag(mount, done) if system.name == "imgfs" and not back_to_back else None
+            if back_to_back and not self.cold_large(name, large, mount):
+                return
             self.timed_read(name, "warm-small", small, rels, self.small_buffers, SMALL_READERS, "files",
                             passes=WARM_PASSES, split_first=True)
             ls_time, entries = time_ls(mount.listing_dir())
@@ -320,17 +215,18 @@ class Bench:
                 counts = self.results.capped[(name, "stat")]
                 span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
                 self.results.notes[(name, "stat")] = [f"{span} files"]
-            if self.timed_read(name, "cold-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes",
-                               mount.abort) is None:
+            if not back_to_back and not self.cold_large(name, large, mount):
                 return
             self.timed_read(name, "warm-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes",
                             passes=WARM_PASSES, split_first=True)
             mount.sample_rss()
-            drop_caches()
+            drop_caches(sync=not back_to_back)
             if self.timed_read(name, "dropped-small", small, rels, self.small_buffers, SMALL_READERS,
                                "files") is not None:
                 self.record(name, "dropped-small-cpu", self.last_cpu / len(small) * 1e6, "µs of CPU per file")
-            self.timed_read(name, "dropped-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes")
+            if self.timed_read(name, "dropped-large", large, self.large, self.large_buffers, LARGE_READERS,
+                               "bytes") is not None:
+                self.record(name, "dropped-large-cpu", self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
             rss = mount.sample_rss()
             if lag:
                 seconds = lag.result(self.timeout)
@@ -359,6 +255,19 @@ class Bench:
         finally:
             if is_mounted(mount.mountpoint):
                 mount.abort()
+
+    def large_mb(self):
+        return sum(self.manifest[r][0] for r in self.large) / MB
+
+    def cold_large(self, name, large, mount, suffix=""):
+        """The cold-large row, with the machine's CPU per MB and idle share while its clock ran (at 0 ms)."""
+        if self.timed_read(name, "cold-large" + suffix, large, self.large, self.large_buffers, LARGE_READERS, "bytes",
+                           mount.abort) is None:
+            return False
+        if not suffix:
+            self.record(name, "cold-large-cpu", self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
+            self.record(name, "cold-large-idle", self.last_idle * 100, "% of the machine idle")
+        return True
 
     def run_cold_small_only(self, system):
         for workload, url in (("cold-small", self.origin.url), ("cold-small@20ms", self.delay and self.delay.url)):
@@ -448,11 +357,17 @@ class Bench:
                 mount.abort()
 
     def run_delayed(self, system):
-        name = system.name
         url = self.delay.url
+        self.run_cold_each(system, url, "@20ms")
+        self.run_first_bytes(system, url, "first-64k@20ms")
+        self.run_dedup(system, url, suffix="@20ms")
+
+    def run_cold_each(self, system, url, suffix):
+        """cold-small and cold-large, each on a fresh mount of url (keys end with suffix)."""
+        name = system.name
         for workload, rels, buffers, threads, unit, cap in (
-                ("cold-small@20ms", self.small, self.small_buffers, SMALL_READERS, "files", self.cap),
-                ("cold-large@20ms", self.large, self.large_buffers, LARGE_READERS, "bytes", None)):
+                ("cold-small" + suffix, self.small, self.small_buffers, SMALL_READERS, "files", self.cap),
+                ("cold-large" + suffix, self.large, self.large_buffers, LARGE_READERS, "bytes", None)):
             mount = system.mount(url)
             try:
                 if self.timed_read(name, workload, [mount.path(r) for r in rels], rels, buffers, threads, unit,
@@ -461,8 +376,6 @@ class Bench:
             finally:
                 if is_mounted(mount.mountpoint):
                     mount.abort()
-        self.run_first_bytes(system, url, "first-64k@20ms")
-        self.run_dedup(system, url, suffix="@20ms")
 
     # -- restart with many cached entries (imgfs) -----------------------------------------------------------------
     def run_restart(self, count):
@@ -540,6 +453,7 @@ class Bench:
         self.load_before = os.getloadavg()
         self.loads = []
         self.foreign = []  # CPU seconds other user-space processes used during each repetition
+        self.variants = None
         self.setup()
         if self.args.lists:
             for rep in range(self.reps):
@@ -547,13 +461,17 @@ class Bench:
             self.restart_entries = 0
             self.finished = time.time()
             return
+        self.variants = Variants(self) if self.args.variants not in ("none", "loopback", "") else None
         for rep in range(self.reps):
             self.loads.append(os.getloadavg()[0])
             log(f"repetition {rep + 1} of {self.reps} (load average {self.loads[-1]:.2f}, this run's threads included)")
             before = cpu_snapshot()
+            log("variant loopback")
             self.run_limits()
             for system in self.systems:
                 self.run_system(system)
+            if self.variants and rep < self.variants.reps:
+                self.variants.run_repetition()
             after = cpu_snapshot()
             others = (after[0] - before[0]) - (after[1] - before[1]) - (after[2] - before[2])
             self.foreign.append(max(0.0, others))

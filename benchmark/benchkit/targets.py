@@ -1,0 +1,188 @@
+"""The targets table: issue 20's targets and the rows met before, per variant (a target counts as met only when it
+holds in every variant that measures it), and the floors measured in the same run beside them."""
+import statistics
+
+from .settings import MEMORY_BUDGET_MIB
+from .limits import DOWNLOAD_THEN_READ, LIMIT
+from .lists import list_targets
+
+HTTPS = "https-h2"
+
+
+def med(results, system, key):
+    values = results.get(system, key)
+    return statistics.median(values) if values else None
+
+
+def fmt(value):
+    if value is None:
+        return "–"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def ratio_target(key, limit_system, at_least=None, at_most=None):
+    """imgfs ÷ the limit's median of key; met when ≥ at_least or ≤ at_most."""
+    def check(results):
+        value, limit = med(results, "imgfs", key), med(results, limit_system, key)
+        if value is None or not limit:
+            return None
+        r = value / limit
+        met = r >= at_least if at_least is not None else r <= at_most
+        return f"{r:.2f}× ({fmt(value)} vs {fmt(limit)})", met
+    return check
+
+
+def floor_ratio(key, extra_key):
+    """A floor of an imgfs ÷ curl CPU ratio: (curl's CPU + imgfs's CPU for the same bytes or files without a transfer,
+    i.e. only the FUSE side) ÷ curl's CPU."""
+    def check(results):
+        limit, extra = med(results, LIMIT, key), med(results, "imgfs", extra_key)
+        if not limit or extra is None:
+            return None
+        return f"{(limit + extra) / limit:.2f}× (curl {fmt(limit)} + FUSE {fmt(extra)})", None
+    return check
+
+
+def scale(key, floor_system, floor_key):
+    """imgfs's median of key against another measured quantity of the same run (no verdict)."""
+    def check(results):
+        value, floor = med(results, "imgfs", key), med(results, floor_system, floor_key)
+        if value is None or not floor:
+            return None
+        return f"{value / floor:.2f}× ({fmt(value)} vs {fmt(floor)})", None
+    return check
+
+
+def dedup(suffix):
+    def check(results):
+        gets, nbytes = results.get("imgfs", "dedup-gets" + suffix), results.get("imgfs", "dedup-bytes" + suffix)
+        if not gets:
+            return None
+        ok = all(g == 1 for g in gets) and all(abs(b - 1.0) < 1e-9 for b in nbytes)
+        return f"GETs {sorted(set(gets))}, bytes {', '.join(f'{b:.2f}×' for b in sorted(set(nbytes)))}", ok
+    return check
+
+
+def first_bytes(key):
+    def check(results):
+        value, limit = med(results, "imgfs", key), med(results, LIMIT, key)
+        if value is None or not limit:
+            return None
+        return f"{fmt(value)} ms vs {fmt(1.2 * limit + 5)} allowed", value <= 1.2 * limit + 5
+    return check
+
+
+def absolute(key, unit, at_most):
+    def check(results):
+        value = med(results, "imgfs", key)
+        return None if value is None else (f"{fmt(value)} {unit}", value <= at_most)
+    return check
+
+
+def idle(results):
+    value, limit = med(results, "imgfs", "cold-large-idle"), med(results, LIMIT, "cold-large-idle")
+    if value is None:
+        return None
+    return f"{value:.0f} % (curl {fmt(limit)} %)", None
+
+
+NOT_HTTPS = lambda name: name != HTTPS  # noqa: E731
+ONLY_HTTPS = lambda name: name == HTTPS  # noqa: E731
+# (row, goal, check(results) -> (text, met or None for a floor) or None, which variants it applies to)
+TARGETS = [
+    ("CPU per cold file, imgfs ÷ curl (to /dev/null)", "≤ 2.0×",
+     ratio_target("cold-small-cpu", LIMIT, at_most=2.0), NOT_HTTPS),
+    ("  floor: curl + the FUSE round trips of a file without its transfer (small after drop_caches)", "",
+     floor_ratio("cold-small-cpu", "dropped-small-cpu"), NOT_HTTPS),
+    ("CPU per cold MB, imgfs ÷ curl (to /dev/null)", "≤ 2.0×", ratio_target("cold-large-cpu", LIMIT, at_most=2.0),
+     NOT_HTTPS),
+    ("  floor: curl + serving the bytes through FUSE without a transfer (large after drop_caches)", "",
+     floor_ratio("cold-large-cpu", "dropped-large-cpu"), NOT_HTTPS),
+    ("  the machine idle during cold-large, imgfs (curl)", "", idle, NOT_HTTPS),
+    ("cold-small ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-small", DOWNLOAD_THEN_READ, 1.0),
+     NOT_HTTPS),
+    ("cold-small ÷ download-then-read, 20 ms", "≥ 1.0×", ratio_target("cold-small@20ms", DOWNLOAD_THEN_READ, 1.0),
+     NOT_HTTPS),
+    ("cold-large ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-large", DOWNLOAD_THEN_READ, 1.0),
+     NOT_HTTPS),
+    ("cold-large ÷ download-then-read, 20 ms", "≥ 1.0×", ratio_target("cold-large@20ms", DOWNLOAD_THEN_READ, 1.0),
+     NOT_HTTPS),
+    ("cold-large ÷ curl to /dev/null, 0 ms", "≥ 0.6×", ratio_target("cold-large", LIMIT, 0.6), NOT_HTTPS),
+    ("  for scale: large after drop_caches (FUSE, no transfer) ÷ curl to /dev/null", "",
+     scale("dropped-large", LIMIT, "cold-large"), NOT_HTTPS),
+    ("cold-large ÷ curl to /dev/null, 20 ms", "≥ 0.9×", ratio_target("cold-large@20ms", LIMIT, 0.9), NOT_HTTPS),
+    ("cold-small ÷ curl to /dev/null, 0 ms", "≥ 0.5×", ratio_target("cold-small", LIMIT, 0.5), NOT_HTTPS),
+    ("  for scale: small after drop_caches (FUSE round trips, no transfer) ÷ curl to /dev/null", "",
+     scale("dropped-small", LIMIT, "cold-small"), NOT_HTTPS),
+    ("cold-small ÷ curl to /dev/null, 20 ms", "≥ 0.9×", ratio_target("cold-small@20ms", LIMIT, 0.9), NOT_HTTPS),
+    ("HTTPS + HTTP/2 cold-small, 20 ms, imgfs defaults ÷ curl --http2", "≥ 0.9×",
+     ratio_target("cold-small@20ms", LIMIT, 0.9), ONLY_HTTPS),
+    ("HTTPS + HTTP/2 cold-large, 20 ms, imgfs defaults ÷ curl --http2", "≥ 0.9×",
+     ratio_target("cold-large@20ms", LIMIT, 0.9), ONLY_HTTPS),
+    ("small after remount ÷ tmpfs", "≥ 0.3×", ratio_target("remount-small", LIMIT, 0.3), NOT_HTTPS),
+    ("large after remount ÷ tmpfs", "≥ 0.5×", ratio_target("remount-large", LIMIT, 0.5), NOT_HTTPS),
+    ("warm-large, first pass ÷ tmpfs", "≥ 0.9×", ratio_target("warm-large-1st", LIMIT, 0.9), NOT_HTTPS),
+    ("  for scale: the same first read on tmpfs (files just written)", "",
+     scale("warm-large-1st", LIMIT, "warm-large-fresh"), NOT_HTTPS),
+    ("warm-large ÷ tmpfs", "≥ 0.9×", ratio_target("warm-large", LIMIT, 0.9), NOT_HTTPS),
+    ("warm-small, first pass ÷ tmpfs", "≥ 0.5×", ratio_target("warm-small-1st", LIMIT, 0.5), NOT_HTTPS),
+    ("warm-small ÷ tmpfs", "≥ 0.5×", ratio_target("warm-small", LIMIT, 0.5), NOT_HTTPS),
+    ("large after drop_caches ÷ tmpfs", "≥ 0.5×", ratio_target("dropped-large", LIMIT, 0.5), NOT_HTTPS),
+    ("dedup: GETs, bytes", "exactly 1 GET, 1× bytes", dedup(""), NOT_HTTPS),
+    ("dedup: GETs, bytes, 20 ms", "exactly 1 GET, 1× bytes", dedup("@20ms"), NOT_HTTPS),
+    ("dedup wall ÷ one curl fetch", "≤ 1.2×", ratio_target("dedup-wall", LIMIT, at_most=1.2), NOT_HTTPS),
+    ("  for scale: the same 32 readers on tmpfs (copying floor)", "", scale("dedup-wall", LIMIT, "dedup-tmpfs"),
+     NOT_HTTPS),
+    ("dedup wall ÷ one curl fetch, 20 ms", "≤ 1.2×", ratio_target("dedup-wall@20ms", LIMIT, at_most=1.2),
+     NOT_HTTPS),
+    ("first 64 KiB", "≤ 1.2× curl + 5 ms", first_bytes("first-64k"), NOT_HTTPS),
+    ("first 64 KiB, 20 ms", "≤ 1.2× curl + 5 ms", first_bytes("first-64k@20ms"), NOT_HTTPS),
+    ("ls -l ÷ tmpfs", "≤ 2×", ratio_target("ls-l", LIMIT, at_most=2.0), NOT_HTTPS),
+    ("peak RSS", f"≤ {MEMORY_BUDGET_MIB} + 40 MiB", absolute("rss", "MiB", MEMORY_BUDGET_MIB + 40), NOT_HTTPS),
+]
+
+
+def target_table(variants, restart_entries, measured_only=False):
+    """variants: [(name, Results)], loopback first. One column per variant; the last says met only when every
+    variant that measured the row met it. measured_only: leave out the rows no variant measured (`--lists`)."""
+    names = [name for name, _ in variants]
+    lines = ["| target | goal | " + " | ".join(names) + " | verdict |", "|---|---|" + "---|" * (len(names) + 1)]
+    for label, goal, check, applies in TARGETS:
+        cells, verdicts = [], []
+        for name, results in variants:
+            outcome = check(results) if applies(name) else None
+            if outcome is None:
+                cells.append("–")
+                continue
+            text, met = outcome
+            if met is not None:
+                verdicts.append(met)
+                text += " met" if met else " **missed**"
+            cells.append(text)
+        if measured_only and all(c == "–" for c in cells):
+            continue
+        if not goal:
+            verdict = "floor / for scale" if any(c != "–" for c in cells) else "–"
+        elif not verdicts:
+            verdict = "not measured"
+        else:
+            verdict = "met" if all(verdicts) else f"**missed** ({verdicts.count(False)} of {len(verdicts)})"
+        lines.append(f"| {label} | {goal} | " + " | ".join(cells) + f" | {verdict} |")
+    base = variants[0][1]
+    entries = f"{restart_entries:,}" if restart_entries else "100,000"
+    value = med(base, "imgfs", "restart")
+    cells = [f"{value:.2f} s (ext4, cold)" if value is not None else "not run"] + ["–"] * (len(names) - 1)
+    verdict = "not run" if value is None else ("met" if value <= 2 else "**missed**")
+    if value is not None or not measured_only:
+        lines.append(f"| restart, {entries} entries | mounted and serving ≤ 2 s | " + " | ".join(cells)
+                     + f" | {verdict} |")
+    # The list rows (`bench --lists`, loopback only).
+    for what, goal, value, verdict in list_targets(lambda system, key: med(base, system, key), fmt):
+        lines.append(f"| {what} | {goal} | " + " | ".join([value] + ["–"] * (len(names) - 1)) + f" | {verdict} |")
+    return "\n".join(lines)
