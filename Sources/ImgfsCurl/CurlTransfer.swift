@@ -107,6 +107,7 @@ final class CurlTransfer: @unchecked Sendable {
             imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
             imgfs_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
         }
+        if let caFile = configuration.caFile { imgfs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) }
         if url.scheme == "https" {
             // Wait for an HTTP/2 connection to multiplex on rather than opening another (only for https: against an
             // HTTP/1.1 origin it would hold new transfers back until the first response).

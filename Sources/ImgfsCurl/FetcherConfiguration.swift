@@ -25,6 +25,8 @@ public struct FetcherConfiguration: Sendable {
     public var addressPolicy = AddressPolicy()
     /// Skip TLS certificate and host name verification (`--insecure`).
     public var insecure = false
+    /// A PEM file of CA certificates trusted instead of the system's (`--ca-file`); nil: the system's.
+    public var caFile: String?
     /// The User-Agent header, unless a rule sets another.
     public var userAgent = "imgfs"
     /// The proxy (`http://`, `https://`, `socks5://`, `socks5h://` URL); nil: libcurl's environment variables

@@ -15,7 +15,7 @@ enum FstabOptions {
         "thumb-sizes", "max-pixels", "thumb-workers",
         "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
         "shared-lease",
-        "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
+        "ca-file", "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
         "policy-file", "placeholder"
     ]
     static let fstabOnly: Set<String> = [

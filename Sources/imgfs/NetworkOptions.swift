@@ -38,12 +38,18 @@ struct NetworkOptions: ParsableArguments {
     @Flag(help: "Do not verify TLS certificates (logs a warning).")
     var insecure = false
 
+    @Option(help: "Trust the CA certificates in this PEM file instead of the system's (e.g. a private CA).")
+    var caFile: String?
+
     func validate() throws {
         guard maxTransfers > 0, maxTransfersPerHost > 0 else { throw ValidationError("limits must be at least 1") }
         guard retries >= 0, stallTimeout > 0, timeout > 0, connectTimeout > 0 else {
             throw ValidationError("timeouts must be positive and --retries at least 0")
         }
         _ = try maxBytes()
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file: cannot read \(caFile)")
+        }
         for pattern in allowHost where !AddressPolicy.isValidHostPattern(pattern) {
             throw ValidationError("--allow-host: not a host pattern: \(pattern)")
         }
@@ -66,6 +72,7 @@ struct NetworkOptions: ParsableArguments {
         configuration.totalTimeout = timeout
         configuration.retries = retries
         configuration.insecure = insecure
+        configuration.caFile = caFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         configuration.addressPolicy = AddressPolicy(
             denyPrivateNetworks: denyPrivateNetworks || fuseOptions.contains("allow_other"), allowedHosts: allowHost)
         configuration.userAgent = userAgent

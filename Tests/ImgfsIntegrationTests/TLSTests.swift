@@ -80,4 +80,21 @@ struct TLSTests {
         #expect(PosixFile.read(lenient.path(origin.baseURL + "/a.jpg")) == .success(image))
         #expect(origin.requests.contains("/a.jpg HTTP/2.0 200"), "served over HTTP/2: \(origin.requests)")
     }
+
+    @Test("--ca-file trusts a private CA: the certificate is verified against it, not skipped")
+    func privateCertificateAuthority() throws {
+        let image = try Fixtures.mediumJPEG()
+        let origin = try TLSOrigin(files: ["b.jpg": image])
+        defer { origin.stop() }
+        let trusting = try MountedImgfs(arguments: ["--retries", "0", "--ca-file", "\(origin.root)/cert.pem"])
+        defer { trusting.stop() }
+        #expect(PosixFile.read(trusting.path(origin.baseURL + "/b.jpg")) == .success(image))
+        #expect(!trusting.log.contains("NOT verified"), "verification stays on")
+        // The same certificate under a host name it does not name is still refused: verification is on.
+        let misnamed = "https://localhost:\(origin.port)/b.jpg"
+        #expect(PosixFile.read(trusting.path(misnamed)) == .failure(Errno(EIO)))
+        let missing = try ChildProcess.run(
+            MountedImgfs.binary, ["mount", "--ca-file", "/nonexistent/ca.pem", trusting.root + "/unused"])
+        #expect(missing.status != 0 && missing.output.contains("--ca-file"), "\(missing.output)")
+    }
 }
