@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import ImgfsCore
 
 /// A transfer observer that records what a fetcher delivers, for tests of the curl layer alone.
@@ -7,13 +8,20 @@ final class RecordingObserver: TransferObserving {
         var heads: [ResponseHead] = []
         var body: [UInt8] = []
         var completions: [FetchError?] = []
+        /// The name of the thread each head was delivered on.
+        var threads: [String] = []
     }
 
     let events = Locked(Events())
     private let done = DispatchSemaphore(value: 0)
 
     func transferDidReceive(head: ResponseHead) -> Bool {
-        events.withLock { $0.heads.append(head) }
+        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+        let thread = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        events.withLock {
+            $0.heads.append(head)
+            $0.threads.append(thread)
+        }
         return true
     }
 
