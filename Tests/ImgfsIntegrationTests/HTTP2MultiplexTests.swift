@@ -1,0 +1,53 @@
+import Foundation
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Many cold reads against one HTTPS origin that speaks HTTP/2 (nginx on 127.0.0.1, proxying to a slow test origin):
+/// imgfs multiplexes them over few connections instead of stopping at six transfers.
+@Suite("HTTP/2 multiplexing", .serialized, .enabled(if: FuseAvailability.available))
+struct HTTP2MultiplexTests {
+    @Test(
+        """
+        with the default options, 24 cold reads of an HTTP/2 host run more than 6 at once, over HTTP/2, on at most \
+        --max-transfers-per-host connections
+        """)
+    func multiplexesOverFewConnections() throws {
+        let upstream = try TestOrigin()
+        let images = try Fixtures.smallPNGs(24)
+        let running = Locked((now: 0, most: 0))
+        upstream.route(prefix: "/slow/") { request in
+            running.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+            }
+            Thread.sleep(forTimeInterval: 0.5)  // a slow origin: what lets transfers overlap
+            running.withLock { $0.now -= 1 }
+            let index = Int(request.path.dropFirst("/slow/i".count).prefix { $0.isNumber }) ?? 0
+            return .ok(images[index], contentType: "image/png")
+        }
+        let origin = try TLSTests.TLSOrigin(
+            files: [:], locations: "location /slow/ { proxy_pass http://127.0.0.1:\(upstream.port); }")
+        defer { origin.stop() }
+        let mount = try MountedImgfs(arguments: ["--insecure"])
+        defer { mount.stop() }
+        let wrong = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        let base = origin.baseURL
+        for index in images.indices {
+            Thread.detachNewThread {
+                let read = PosixFile.read(mount.path("\(base)/slow/i\(index).png"))
+                if read != .success(images[index]) { wrong.withLock { $0.append(index) } }
+                done.signal()
+            }
+        }
+        for _ in images.indices { #expect(done.wait(timeout: .now() + 60) == .success) }
+        #expect(wrong.withLock { $0 }.isEmpty, "every image read whole")
+        let lines = origin.connections.map { $0.split(separator: " ").map(String.init) }
+        #expect(lines.count == images.count, "one request per image: \(lines)")
+        #expect(lines.allSatisfy { $0.count == 3 && $0[1] == "HTTP/2.0" }, "all over HTTP/2: \(lines)")
+        let connections = Set(lines.compactMap { $0.last })
+        #expect(connections.count <= 6, "at most --max-transfers-per-host connections: \(connections.count)")
+        #expect(running.withLock { $0.most } > 6, "more than 6 requests in flight at once")
+    }
+}
