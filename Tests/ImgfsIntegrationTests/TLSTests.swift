@@ -12,10 +12,11 @@ struct TLSTests {
     /// (and, in `connections`, the connection it came on).
     final class TLSOrigin {
         let root = "/tmp/imgfs-tls-\(getpid())-\(UUID().uuidString.prefix(8))"
-        let port = 20_000 + Int(getpid() % 20_000)
+        let port: Int
         var process: ChildProcess?
 
         init(files: [String: [UInt8]], locations: String = "") throws {
+            port = try RedisServer.freePort()
             try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
             for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/www/\(name)")) }
             let certificate = try ChildProcess.run(
@@ -48,7 +49,8 @@ struct TLSTests {
             process = try ChildProcess.spawn(
                 "/usr/sbin/nginx", ["-c", "\(root)/nginx.conf", "-p", root, "-g", "daemon off;"],
                 outputPath: "\(root)/nginx.out")
-            Thread.sleep(forTimeInterval: 0.5)
+            // nginx writes its pid file once it listens.
+            Poll.until(timeout: 10) { FileManager.default.fileExists(atPath: "\(root)/nginx.pid") }
         }
 
         var baseURL: String { "https://127.0.0.1:\(port)" }
