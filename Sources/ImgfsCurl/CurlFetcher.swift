@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import ImgfsCore
+import ImgfsSystem
 import Logging
 
 /// Fetches images with several libcurl multi handles, each driven by a thread of its own (``CurlWorker``), behind one
@@ -56,7 +57,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }
         workers = (0..<threads).map { CurlWorker(index: $0, fetcher: self, configuration: configuration, logger: logger) }
-        workers.forEach { $0.start() }
+        for worker in workers {
+            do { try worker.start() } catch { fatalError("imgfs: cannot start a fetch thread: \(error)") }
+        }
     }
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
@@ -107,14 +110,17 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     }
 
     fileprivate func cancel(_ id: Int) {
-        let (waiting, worker) = state.withLock { state -> (CurlTransfer?, CurlWorker?) in
-            if let waiting = state.queue.removeWaiting(where: { $0.id == id }) { return (waiting, nil) }
+        let (worker, stopped) = state.withLock { state -> (CurlWorker?, CurlTransfer?) in
+            if let waiting = state.queue.removeWaiting(where: { $0.id == id }) {
+                // Completed on a fetch thread, as every other completion: never inside the caller's `cancel`.
+                return workers[0].completeCancelled(waiting) ? (workers[0], nil) : (nil, waiting)
+            }
             guard let index = state.placement[id] else { return (nil, nil) }
             workers[index].cancel(id)
-            return (nil, workers[index])
+            return (workers[index], nil)
         }
-        waiting?.complete(error: .cancelled)
         worker?.wake()
+        stopped?.complete(error: .cancelled)  // the threads have stopped: nothing else will complete it
     }
 
     fileprivate func promote(_ id: Int, to priority: FetchPriority) {

@@ -17,6 +17,8 @@ final class CurlWorker: @unchecked Sendable {
         var added: [(transfer: CurlTransfer, host: String)] = []
         var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
         var cancelled: [Int] = []
+        /// Cancelled while waiting for admission: completed here, so the caller of `cancel` never is called back.
+        var cancelledWaiting: [CurlTransfer] = []
         var stopping = false
         var closed = false
     }
@@ -27,7 +29,7 @@ final class CurlWorker: @unchecked Sendable {
     private let logger: Logger
     private let multi: UnsafeMutableRawPointer
     private let inbox = Locked(Inbox())
-    private let stopped = DispatchSemaphore(value: 0)
+    private var thread: WorkerThread?
     // Owned by the worker thread:
     private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
     private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
@@ -42,14 +44,9 @@ final class CurlWorker: @unchecked Sendable {
         imgfs_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.streamsPerConnection))
     }
 
-    func start() {
-        let name = "imgfs-curl-\(index)"
-        let thread = Thread { [self] in
-            Thread.current.name = name  // set from the thread itself, so the system's name (comm) is set too
-            run()
-        }
-        thread.name = name
-        thread.start()
+    /// Starts the thread, named `imgfs-curl-N` (as `ps -L`, `top -H` and perf show it).
+    func start() throws(SystemCallError) {
+        thread = try WorkerThread(name: "imgfs-curl-\(index)") { [self] in run() }
     }
 
     // MARK: - Called by the fetcher (any thread)
@@ -74,25 +71,39 @@ final class CurlWorker: @unchecked Sendable {
         inbox.withLock { $0.cancelled.append(id) }
     }
 
+    /// Completes `transfer`, cancelled before it was admitted, with ``FetchError/cancelled`` on this thread; false
+    /// once the worker has stopped.
+    func completeCancelled(_ transfer: CurlTransfer) -> Bool {
+        inbox.withLock { inbox in
+            if !inbox.closed { inbox.cancelledWaiting.append(transfer) }
+            return !inbox.closed
+        }
+    }
+
     func wake() { curl_multi_wakeup(multi) }
 
     /// Completes everything placed here with ``FetchError/shutDown`` and waits for the thread to end.
     func stop() {
         inbox.withLock { $0.stopping = true }
         wake()
-        stopped.wait()
+        thread?.join()
     }
 
     // MARK: - The worker thread
 
     private func run() {
-        TerminationSignals.block()
         var stillRunning: Int32 = 0
         while true {
-            let (added, newlyDelayed, cancelled, stopping) = inbox.withLock { inbox in
-                defer { inbox.added.removeAll(); inbox.delayed.removeAll(); inbox.cancelled.removeAll() }
-                return (inbox.added, inbox.delayed, inbox.cancelled, inbox.stopping)
+            let (added, newlyDelayed, cancelled, cancelledWaiting, stopping) = inbox.withLock { inbox in
+                defer {
+                    inbox.added.removeAll()
+                    inbox.delayed.removeAll()
+                    inbox.cancelled.removeAll()
+                    inbox.cancelledWaiting.removeAll()
+                }
+                return (inbox.added, inbox.delayed, inbox.cancelled, inbox.cancelledWaiting, inbox.stopping)
             }
+            cancelledWaiting.forEach { $0.complete(error: .cancelled) }
             if stopping { break }
             for (transfer, host) in added {
                 active[transfer.easy] = (transfer, host)
@@ -107,7 +118,6 @@ final class CurlWorker: @unchecked Sendable {
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         tearDown()
-        stopped.signal()
     }
 
     /// Reports the transfers curl has finished to the fetcher and completes them or keeps their retries; returns
@@ -174,10 +184,11 @@ final class CurlWorker: @unchecked Sendable {
     }
 
     private func tearDown() {
-        let (late, lateDelayed) = inbox.withLock { inbox in
+        let (late, lateDelayed, cancelledWaiting) = inbox.withLock { inbox in
             inbox.closed = true
-            return (inbox.added.map(\.transfer), inbox.delayed.map(\.transfer))
+            return (inbox.added.map(\.transfer), inbox.delayed.map(\.transfer), inbox.cancelledWaiting)
         }
+        cancelledWaiting.forEach { $0.complete(error: .cancelled) }
         for (easy, entry) in active {
             curl_multi_remove_handle(multi, easy)
             entry.transfer.complete(error: .shutDown)

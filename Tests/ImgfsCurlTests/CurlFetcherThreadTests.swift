@@ -80,4 +80,24 @@ struct CurlFetcherThreadTests {
         let late = try CurlFetcherTests.fetch(fetcher, "\(origin.baseURL)/hang-late.png")
         #expect(late.waitForCompletion(seconds: 2) == .shutDown)
     }
+
+    @Test("a transfer cancelled while it waits for admission completes as cancelled, on a fetch thread, never sent")
+    func cancelWhileWaiting() throws {
+        let origin = try TestOrigin()
+        origin.route(prefix: "/hang") { _ in OriginResponse(body: CurlFetcherTests.png, headerDelay: 10) }
+        let fetcher = CurlFetcherTests.fetcher { $0.maxTransfersPerHost = 1 }
+        defer { fetcher.shutdown() }
+        let running = try CurlFetcherTests.fetch(fetcher, "\(origin.baseURL)/hang-first.png")
+        let waiting = RecordingObserver()
+        let handle = fetcher.start(
+            FetchRequest(url: try ImageURL("\(origin.baseURL)/hang-second.png")), observer: waiting)
+        Poll.until(timeout: 5) { origin.requestCount("/hang-first.png") == 1 }
+        handle.cancel()
+        #expect(waiting.waitForCompletion(seconds: 2) == .cancelled)
+        #expect(waiting.completionCount == 1)
+        let thread = waiting.events.withLock { $0.completionThreads.first ?? "" }
+        #expect(thread.hasPrefix("imgfs-curl-"), "completed on \(thread), not inside cancel()")
+        #expect(origin.requestCount("/hang-second.png") == 0)
+        #expect(running.completionCount == 0, "the running one goes on")
+    }
 }

@@ -6,18 +6,25 @@ import ImgfsCore
 final class RecordingObserver: TransferObserving {
     struct Events {
         var heads: [ResponseHead] = []
-        var body: [UInt8] = []
+        /// The calling thread's system name.
+    static func threadName() -> String {
+        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+        return comm.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    var body: [UInt8] = []
         var completions: [FetchError?] = []
         /// The name of the thread each head was delivered on.
         var threads: [String] = []
+        /// The name of the thread each completion was delivered on.
+        var completionThreads: [String] = []
     }
 
     let events = Locked(Events())
     private let done = DispatchSemaphore(value: 0)
 
     func transferDidReceive(head: ResponseHead) -> Bool {
-        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
-        let thread = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        let thread = Self.threadName()
         events.withLock {
             $0.heads.append(head)
             $0.threads.append(thread)
@@ -31,7 +38,11 @@ final class RecordingObserver: TransferObserving {
     }
 
     func transferDidComplete(error: FetchError?) {
-        events.withLock { $0.completions.append(error) }
+        let thread = Self.threadName()
+        events.withLock {
+            $0.completions.append(error)
+            $0.completionThreads.append(thread)
+        }
         done.signal()
     }
 
@@ -39,6 +50,12 @@ final class RecordingObserver: TransferObserving {
     func waitForCompletion(seconds: Double = 20) -> FetchError? {
         guard done.wait(timeout: .now() + seconds) == .success else { return .timedOut("no completion in the test") }
         return events.withLock { $0.completions.first ?? nil }
+    }
+
+    /// The calling thread's system name.
+    static func threadName() -> String {
+        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+        return comm.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     var body: [UInt8] { events.withLock { $0.body } }
