@@ -18,7 +18,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Transfers one HTTP/2 connection carries at once (never more than the server allows).")
     var maxStreamsPerConnection = 100
 
-    @Option(help: "Threads receiving transfers, each with its own connections (default: one per core, at most 4).")
+    @Option(help: "Threads receiving transfers, each with its own connections; by default one per core, at most 4.")
     var fetchThreads = FetcherConfiguration.defaultFetchThreads
 
     @Option(help: "Seconds to wait for a connection.")
