@@ -51,12 +51,15 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             maxActive: configuration.maxTransfers,
             maxPerHost: configuration.maxTransfersPerHost,
             hostLimit: ActivePolicy.transfersPerHost(hostKey:))
-        self.state = Locked(
-            State(queue: queue, load: Array(repeating: 0, count: threads), hostLoad: Array(repeating: [:], count: threads)))
+        let idle = State(
+            queue: queue, load: Array(repeating: 0, count: threads), hostLoad: Array(repeating: [:], count: threads))
+        self.state = Locked(idle)
         if configuration.insecure {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }
-        workers = (0..<threads).map { CurlWorker(index: $0, fetcher: self, configuration: configuration, logger: logger) }
+        workers = (0..<threads).map {
+            CurlWorker(index: $0, fetcher: self, configuration: configuration, logger: logger)
+        }
         for worker in workers {
             do { try worker.start() } catch { fatalError("imgfs: cannot start a fetch thread: \(error)") }
         }
@@ -183,9 +186,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         var woken: [Int] = []
         var refused: [CurlTransfer] = []
         for (transfer, host) in state.queue.admit() {
-            let index = state.load.indices.min { a, b in
-                (state.hostLoad[a][host, default: 0], state.load[a]) < (state.hostLoad[b][host, default: 0], state.load[b])
-            } ?? 0
+            let index = state.load.indices.min { busyness(state, $0, host) < busyness(state, $1, host) } ?? 0
             guard workers[index].place(transfer, host: host) else {
                 state.queue.finished(host: host)
                 refused.append(transfer)
@@ -197,6 +198,11 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             if !woken.contains(index) { woken.append(index) }
         }
         return (woken, refused)
+    }
+
+    /// How busy thread `index` is for a transfer of `host`: its transfers of that host, then all of its transfers.
+    private func busyness(_ state: State, _ index: Int, _ host: String) -> (Int, Int) {
+        (state.hostLoad[index][host, default: 0], state.load[index])
     }
 
     /// Outside the lock: wakes the threads that were given transfers (but `except`, the caller's own, which is

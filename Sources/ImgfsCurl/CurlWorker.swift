@@ -175,7 +175,8 @@ final class CurlWorker: @unchecked Sendable {
         if let (easy, entry) = active.first(where: { $0.value.transfer.id == id }) {
             active[easy] = nil
             curl_multi_remove_handle(multi, easy)
-            fetcher.ended([.init(id: id, host: entry.host, staysHere: false, httpVersion: 0)], on: self, looksAgain: false)
+            fetcher.ended(
+                [.init(id: id, host: entry.host, staysHere: false, httpVersion: 0)], on: self, looksAgain: false)
             entry.transfer.complete(error: .cancelled)
         } else if let index = delayed.firstIndex(where: { $0.transfer.id == id }) {
             fetcher.forget(id)

@@ -9,7 +9,9 @@ import Testing
 @Suite("Curl fetcher threads", .serialized)
 struct CurlFetcherThreadTests {
     /// A route that holds each request for `seconds` and records how many it held at once.
-    static func slowRoute(_ origin: TestOrigin, prefix: String, seconds: Double, running: Locked<(now: Int, most: Int)>) {
+    static func slowRoute(
+        _ origin: TestOrigin, prefix: String, seconds: Double, running: Locked<(now: Int, most: Int)>
+    ) {
         origin.route(prefix: prefix) { _ in
             running.withLock {
                 $0.now += 1

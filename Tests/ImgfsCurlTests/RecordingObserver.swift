@@ -6,13 +6,7 @@ import ImgfsCore
 final class RecordingObserver: TransferObserving {
     struct Events {
         var heads: [ResponseHead] = []
-        /// The calling thread's system name.
-    static func threadName() -> String {
-        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
-        return comm.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    var body: [UInt8] = []
+        var body: [UInt8] = []
         var completions: [FetchError?] = []
         /// The name of the thread each head was delivered on.
         var threads: [String] = []
