@@ -22,8 +22,6 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         let host: String
         /// It waits on the same thread for a retry.
         let staysHere: Bool
-        /// CURLINFO_HTTP_VERSION of its last response (0: none).
-        let httpVersion: Int
     }
 
     private struct State {
@@ -132,11 +130,10 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
 
     // MARK: - Called by the workers
 
-    /// Transfers have left `worker` (finished, cancelled, or waiting there for a retry): their places are free again,
-    /// what their responses said about their hosts' protocol is recorded, and the queue admits what may start now.
-    /// `looksAgain`: the worker reads its inbox before it next waits, so it needs no wake-up.
+    /// Transfers have left `worker` (finished, cancelled, or waiting there for a retry): their places are free again
+    /// and the queue admits what may start now. `looksAgain`: the worker reads its inbox before it next waits, so it
+    /// needs no wake-up.
     func ended(_ ended: [Ended], on worker: CurlWorker, looksAgain: Bool) {
-        var learned: [String] = []
         let (woken, refused) = state.withLock { state -> ([Int], [CurlTransfer]) in
             for transfer in ended {
                 state.queue.finished(host: transfer.host)
@@ -144,19 +141,25 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 let left = state.hostLoad[worker.index][transfer.host, default: 1] - 1
                 state.hostLoad[worker.index][transfer.host] = left > 0 ? left : nil
                 if !transfer.staysHere { state.placement[transfer.id] = nil }
-                guard transfer.httpVersion > 0 else { continue }
-                let multiplexed = transfer.httpVersion >= Int(CURL_HTTP_VERSION_2_0)
-                let streams = multiplexed ? configuration.streamsPerConnection : 1
-                if state.queue.setStreamsPerConnection(streams, host: transfer.host) {
-                    learned.append(
-                        "\(transfer.host) answers over \(multiplexed ? "HTTP/2" : "HTTP/1.x"): up to "
-                            + "\(state.queue.limit(of: transfer.host)) transfers at once")
-                }
             }
             return admit(&state)
         }
         finish(woken: woken, refused: refused, except: looksAgain ? worker.index : nil)
-        for line in learned { logger.debug("\(line)") }
+    }
+
+    /// A response from `host` came over `httpVersion` (CURLINFO_HTTP_VERSION): an HTTP/2 host is from now on admitted
+    /// `streamsPerConnection` transfers per connection of its limit, an HTTP/1.x host one.
+    func learned(httpVersion: Int, host: String) {
+        let multiplexed = httpVersion >= Int(CURL_HTTP_VERSION_2_0)
+        let streams = multiplexed ? configuration.streamsPerConnection : 1
+        let (changed, limit, woken, refused) = state.withLock { state -> (Bool, Int, [Int], [CurlTransfer]) in
+            guard state.queue.setStreamsPerConnection(streams, host: host) else { return (false, 0, [], []) }
+            let (woken, refused) = admit(&state)
+            return (true, state.queue.limit(of: host), woken, refused)
+        }
+        guard changed else { return }
+        finish(woken: woken, refused: refused, except: nil)
+        logger.debug("\(host) answers over \(multiplexed ? "HTTP/2" : "HTTP/1.x"): up to \(limit) transfers at once")
     }
 
     /// Delayed transfers (retries, held requests) fall due on `worker`: they wait in the queue again.

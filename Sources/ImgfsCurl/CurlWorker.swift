@@ -106,6 +106,7 @@ final class CurlWorker: @unchecked Sendable {
             cancelledWaiting.forEach { $0.complete(error: .cancelled) }
             if stopping { break }
             for (transfer, host) in added {
+                transfer.onResponse = { [unowned fetcher] version in fetcher.learned(httpVersion: version, host: host) }
                 active[transfer.easy] = (transfer, host)
                 curl_multi_add_handle(multi, transfer.easy)
             }
@@ -129,13 +130,11 @@ final class CurlWorker: @unchecked Sendable {
         var completions: [(CurlTransfer, CURLcode)] = []
         while imgfs_multi_next_done(multi, &easy, &code) != 0 {
             guard let easy, let (transfer, host) = active.removeValue(forKey: easy) else { continue }
-            var version = 0
-            imgfs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             curl_multi_remove_handle(multi, easy)
             let retry = transfer.retryDelay(code).flatMap { delay in
                 CurlTransfer(retrying: transfer).map { (delay, $0) }
             }
-            ended.append(.init(id: transfer.id, host: host, staysHere: retry != nil, httpVersion: version))
+            ended.append(.init(id: transfer.id, host: host, staysHere: retry != nil))
             if let (delay, retry) = retry {
                 logger.info(
                     """
@@ -176,7 +175,7 @@ final class CurlWorker: @unchecked Sendable {
             active[easy] = nil
             curl_multi_remove_handle(multi, easy)
             fetcher.ended(
-                [.init(id: id, host: entry.host, staysHere: false, httpVersion: 0)], on: self, looksAgain: false)
+                [.init(id: id, host: entry.host, staysHere: false)], on: self, looksAgain: false)
             entry.transfer.complete(error: .cancelled)
         } else if let index = delayed.firstIndex(where: { $0.transfer.id == id }) {
             fetcher.forget(id)

@@ -47,9 +47,47 @@ struct HTTP2MultiplexTests {
         Poll.until(timeout: 5) { origin.connections.count >= images.count }
         let lines = origin.connections.map { $0.split(separator: " ").map(String.init) }
         #expect(lines.count == images.count, "one request per image: \(lines)")
-        #expect(lines.allSatisfy { $0.count == 3 && $0[1] == "HTTP/2.0" }, "all over HTTP/2: \(lines)")
-        let connections = Set(lines.compactMap { $0.last })
+        #expect(lines.allSatisfy { $0.count == 5 && $0[1] == "HTTP/2.0" }, "all over HTTP/2: \(lines)")
+        let connections = Set(lines.compactMap { $0.count == 5 ? $0[2] : nil })
         #expect(connections.count <= 6, "at most --max-transfers-per-host connections: \(connections.count)")
-        #expect(running.withLock { $0.most } > 6, "more than 6 requests in flight at once")
+        #expect(running.withLock { $0.most } > 6, "requests in flight at once: \(running.withLock { $0.most })")
+    }
+
+    @Test("the first response's head, not its end, shows the host speaks HTTP/2: more than 6 start before one ends")
+    func learnsFromTheFirstHead() throws {
+        let image = try Fixtures.mediumJPEG()
+        let names = (0..<16).map { "h\($0).jpg" }
+        // Bodies paced at 64 KiB/s per request: each head arrives at once, each body takes seconds.
+        let origin = try TLSTests.TLSOrigin(
+            files: Dictionary(uniqueKeysWithValues: names.map { ($0, image) }),
+            locations: "location ~ ^/h { limit_rate 64k; }")
+        defer { origin.stop() }
+        let mount = try MountedImgfs(arguments: ["--insecure"])
+        defer { mount.stop() }
+        let wrong = Locked<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let base = origin.baseURL
+        for name in names {
+            Thread.detachNewThread {
+                if PosixFile.read(mount.path("\(base)/\(name)")) != .success(image) {
+                    wrong.withLock { $0.append(name) }
+                }
+                done.signal()
+            }
+        }
+        for _ in names { #expect(done.wait(timeout: .now() + 60) == .success) }
+        #expect(wrong.withLock { $0 }.isEmpty, "every image read whole")
+        Poll.until(timeout: 5) { origin.connections.count >= names.count }
+        // Each line: uri, protocol, connection, end time, duration: when each request started and ended.
+        let spans = origin.connections.compactMap { line -> (start: Double, end: Double)? in
+            let fields = line.split(separator: " ")
+            guard fields.count == 5, let end = Double(fields[3]), let duration = Double(fields[4]) else { return nil }
+            return (end - duration, end)
+        }
+        #expect(spans.count == names.count)
+        // Learning it only when a transfer ends would start no more than 6 before the first one ended.
+        let firstEnd = spans.map(\.end).min() ?? 0
+        let startedBefore = spans.filter { $0.start < firstEnd }.count
+        #expect(startedBefore > 6, "requests started before the first ended: \(startedBefore)")
     }
 }

@@ -33,7 +33,7 @@ struct TLSTests {
                 http {
                     access_log \(root)/access.log combined;
                     log_format protocol '$request_uri $server_protocol $status';
-                    log_format connection '$request_uri $server_protocol $connection';
+                    log_format connection '$request_uri $server_protocol $connection $msec $request_time';
                     server {
                         listen 127.0.0.1:\(port) ssl http2;
                         ssl_certificate \(root)/cert.pem;
@@ -59,7 +59,7 @@ struct TLSTests {
                 String.init)
         }
 
-        /// `$request_uri $server_protocol $connection` of each request served.
+        /// `$request_uri $server_protocol $connection $msec $request_time` of each request served (logged at its end).
         var connections: [String] {
             ((try? String(contentsOfFile: "\(root)/connection.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
                 String.init)
