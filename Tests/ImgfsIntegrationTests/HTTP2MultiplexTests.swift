@@ -31,18 +31,9 @@ struct HTTP2MultiplexTests {
         defer { origin.stop() }
         let mount = try MountedImgfs(arguments: ["--insecure"])
         defer { mount.stop() }
-        let wrong = Locked<[Int]>([])
-        let done = DispatchSemaphore(value: 0)
-        let base = origin.baseURL
-        for index in images.indices {
-            Thread.detachNewThread {
-                let read = PosixFile.read(mount.path("\(base)/slow/i\(index).png"))
-                if read != .success(images[index]) { wrong.withLock { $0.append(index) } }
-                done.signal()
-            }
-        }
-        for _ in images.indices { #expect(done.wait(timeout: .now() + 60) == .success) }
-        #expect(wrong.withLock { $0 }.isEmpty, "every image read whole")
+        let wrong = Self.readAtOnce(
+            images.indices.map { (mount.path("\(origin.baseURL)/slow/i\($0).png"), images[$0]) })
+        #expect(wrong.isEmpty, "every image read whole: \(wrong)")
         // nginx logs a request once it has sent the answer: the last lines may come a moment after the reads end.
         Poll.until(timeout: 5) { origin.connections.count >= images.count }
         let lines = origin.connections.map { $0.split(separator: " ").map(String.init) }
@@ -64,19 +55,8 @@ struct HTTP2MultiplexTests {
         defer { origin.stop() }
         let mount = try MountedImgfs(arguments: ["--insecure"])
         defer { mount.stop() }
-        let wrong = Locked<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let base = origin.baseURL
-        for name in names {
-            Thread.detachNewThread {
-                if PosixFile.read(mount.path("\(base)/\(name)")) != .success(image) {
-                    wrong.withLock { $0.append(name) }
-                }
-                done.signal()
-            }
-        }
-        for _ in names { #expect(done.wait(timeout: .now() + 60) == .success) }
-        #expect(wrong.withLock { $0 }.isEmpty, "every image read whole")
+        let wrong = Self.readAtOnce(names.map { (mount.path("\(origin.baseURL)/\($0)"), image) })
+        #expect(wrong.isEmpty, "every image read whole: \(wrong)")
         Poll.until(timeout: 5) { origin.connections.count >= names.count }
         // Each line: uri, protocol, connection, end time, duration: when each request started and ended.
         let spans = origin.connections.compactMap { line -> (start: Double, end: Double)? in
@@ -89,5 +69,19 @@ struct HTTP2MultiplexTests {
         let firstEnd = spans.map(\.end).min() ?? 0
         let startedBefore = spans.filter { $0.start < firstEnd }.count
         #expect(startedBefore > 6, "requests started before the first ended: \(startedBefore)")
+    }
+
+    /// Reads every path on a thread of its own, all at once; returns the paths whose bytes were not `expected`.
+    static func readAtOnce(_ files: [(path: String, expected: [UInt8])]) -> [String] {
+        let wrong = Locked<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        for (path, expected) in files {
+            Thread.detachNewThread {
+                if PosixFile.read(path) != .success(expected) { wrong.withLock { $0.append(path) } }
+                done.signal()
+            }
+        }
+        for _ in files { #expect(done.wait(timeout: .now() + 60) == .success) }
+        return wrong.withLock { $0 }
     }
 }
