@@ -27,6 +27,14 @@ CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value
     return curl_easy_getinfo(easy, info, value);
 }
 
+CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+
+CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
     int queued = 0;
     CURLMsg *message;

@@ -7,7 +7,8 @@ import ImgfsCore
 /// (`maxPerHost`, or the host's own from `hostLimit`, asked again whenever an item of the host is queued) of its host
 /// are; among the items that may start, one of the most urgent class starts first, and within a class the oldest;
 /// a host at its limit never holds back items of other hosts (no head-of-line blocking across hosts); a promoted item
-/// keeps its age in its new class. Not thread safe: one owner drives it.
+/// keeps its age in its new class. A host known to multiplex (HTTP/2) is admitted its limit times its streams per
+/// connection. Not thread safe: one owner drives it.
 public struct AdmissionQueue<Item> {
     private struct Key: Hashable {
         let host: String
@@ -43,6 +44,8 @@ public struct AdmissionQueue<Item> {
     private var activeByHost: [String: Int] = [:]
     /// Each host's limit, as `hostLimit` last said.
     private var limitByHost: [String: Int] = [:]
+    /// Transfers each connection of a host carries at once, for hosts known to multiplex (absent: 1).
+    private var streamsByHost: [String: Int] = [:]
     /// A limit of a host's own (a policy rule's), or nil for `maxPerHost`.
     private let hostLimit: (String) -> Int?
     private var nextSequence = 0
@@ -72,7 +75,7 @@ public struct AdmissionQueue<Item> {
         while activeCount < maxActive {
             var best: (key: Key, rank: (Int, Int))?
             for (key, queue) in waitingByHost
-            where activeByHost[key.host, default: 0] < limitByHost[key.host, default: maxPerHost] {
+            where activeByHost[key.host, default: 0] < limit(of: key.host) {
                 guard let oldest = queue.oldest else { continue }
                 let rank = (key.priority.rawValue, oldest.sequence)
                 if best.map({ rank < $0.rank }) ?? true { best = (key, rank) }
@@ -85,6 +88,21 @@ public struct AdmissionQueue<Item> {
             waitingCount -= 1
         }
         return admitted
+    }
+
+    /// How many items of `host` may be active at once: its limit, times its streams per connection when it multiplexes.
+    public func limit(of host: String) -> Int {
+        limitByHost[host, default: maxPerHost] * streamsByHost[host, default: 1]
+    }
+
+    /// Records that each connection to `host` carries `streams` transfers at once (HTTP/2), or 1 (HTTP/1.1); the
+    /// host's limit then bounds its connections. Returns whether that changed.
+    @discardableResult
+    public mutating func setStreamsPerConnection(_ streams: Int, host: String) -> Bool {
+        let streams = max(1, streams)
+        guard streamsByHost[host, default: 1] != streams else { return false }
+        streamsByHost[host] = streams == 1 ? nil : streams
+        return true
     }
 
     /// An admitted item of `host` has finished.

@@ -1,51 +1,66 @@
 import CCurl
-import CCurlShims
 import Foundation
 import ImgfsCore
 import ImgfsSystem
 import Logging
 
-/// Fetches images with one libcurl multi handle driven by one thread of its own.
+/// Fetches images with several libcurl multi handles, each driven by a thread of its own (``CurlWorker``), behind one
+/// admission queue.
 ///
-/// Guarantees: at most `maxTransfers` transfers run at once and at most `maxTransfersPerHost` per host, the rest wait
-/// FIFO (without blocking other hosts); connections are reused and HTTP/2 is used where offered; transient failures
-/// are retried with exponential backoff and jitter (honouring Retry-After up to a bound) without the observer seeing
-/// anything twice; a URL the address policy refuses is never requested; every started transfer completes exactly once,
-/// with ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block.
+/// Guarantees: at most `maxTransfers` transfers run at once over all threads and at most the host's limit per host
+/// (`maxTransfersPerHost`, or the policy's; on a host that answered over HTTP/2 that many connections, each carrying
+/// up to `streamsPerConnection` transfers), the rest wait by priority class and FIFO within one (without blocking
+/// other hosts): every admission is decided once, under one lock, and the admitted transfer is then placed on the
+/// thread with the fewest transfers of its host (then the fewest in all); transient failures are retried with
+/// exponential backoff and jitter (honouring Retry-After up to a bound) without the observer seeing anything twice; a
+/// URL the address policy refuses is never requested; every started transfer completes exactly once, with
+/// ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
-    private struct Inbox {
-        var submitted: [CurlTransfer] = []
-        var cancelled: [Int] = []
-        var promoted: [(id: Int, priority: FetchPriority)] = []
+    /// How an admitted transfer left its thread.
+    struct Ended {
+        let id: Int
+        let host: String
+        /// It waits on the same thread for a retry.
+        let staysHere: Bool
+    }
+
+    private struct State {
+        var queue: AdmissionQueue<CurlTransfer>
+        /// The thread each admitted or delayed transfer is on, by transfer id.
+        var placement: [Int: Int] = [:]
+        /// Admitted transfers on each thread, in all and per host.
+        var load: [Int]
+        var hostLoad: [[String: Int]]
         var stopping = false
         var nextID = 1
     }
 
     private let configuration: FetcherConfiguration
     private let logger: Logger
-    private let multi: UnsafeMutableRawPointer
-    private let inbox = Locked(Inbox())
-    private let stopped = DispatchSemaphore(value: 0)
-    // Owned by the fetcher thread:
-    private var queue: AdmissionQueue<CurlTransfer>
-    private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
-    private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
+    private let state: Locked<State>
+    private var workers: [CurlWorker] = []
 
     public init(configuration: FetcherConfiguration, logger: Logger) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         self.configuration = configuration
         self.logger = logger
-        self.multi = curl_multi_init()
-        self.queue = AdmissionQueue(
+        let threads = max(1, configuration.fetchThreads)
+        let queue = AdmissionQueue<CurlTransfer>(
             maxActive: configuration.maxTransfers,
             maxPerHost: configuration.maxTransfersPerHost,
             hostLimit: ActivePolicy.transfersPerHost(hostKey:))
+        let idle = State(
+            queue: queue, load: Array(repeating: 0, count: threads), hostLoad: Array(repeating: [:], count: threads))
+        self.state = Locked(idle)
         if configuration.insecure {
             logger.warning("--insecure: TLS certificates and host names are NOT verified")
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "imgfs-curl"
-        thread.start()
+        workers = (0..<threads).map {
+            CurlWorker(index: $0, fetcher: self, configuration: configuration, logger: logger)
+        }
+        for worker in workers {
+            do { try worker.start() } catch { fatalError("imgfs: cannot start a fetch thread: \(error)") }
+        }
     }
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
@@ -56,156 +71,148 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             observer.transferDidComplete(error: .refused(refusal))
             return CurlTransferHandle(fetcher: nil, id: 0)
         }
-        let id = inbox.withLock { inbox in
-            defer { inbox.nextID += 1 }
-            return inbox.nextID
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
         }
         guard let transfer = CurlTransfer(id: id, request: request, observer: observer, configuration: configuration)
         else {
             observer.transferDidComplete(error: .transport("curl_easy_init failed"))
             return CurlTransferHandle(fetcher: nil, id: id)
         }
-        let accepted = inbox.withLock { inbox in
-            if !inbox.stopping { inbox.submitted.append(transfer) }
-            return !inbox.stopping
+        let hold = request.holdSeconds
+        let (woken, refused) = state.withLock { state -> ([Int], [CurlTransfer]) in
+            guard !state.stopping else { return ([], [transfer]) }
+            guard hold <= 0 else {
+                let index = state.load.indices.min { state.load[$0] < state.load[$1] } ?? 0
+                guard workers[index].delay(transfer, until: .now + .milliseconds(Int(hold * 1000))) else {
+                    return ([], [transfer])
+                }
+                state.placement[id] = index
+                return ([index], [])
+            }
+            state.queue.enqueue(transfer, host: transfer.url.hostKey, priority: request.priority)
+            return admit(&state)
         }
-        if accepted { curl_multi_wakeup(multi) } else { transfer.complete(error: .shutDown) }
+        finish(woken: woken, refused: refused, except: nil)
         return CurlTransferHandle(fetcher: self, id: id)
     }
 
-    /// Cancels every transfer (``FetchError/shutDown``), stops the thread and waits for it. Later transfers complete
-    /// the same way at once.
+    /// Cancels every transfer (``FetchError/shutDown``), stops the threads and waits for them. Later transfers
+    /// complete the same way at once.
     public func shutdown() {
-        let first = inbox.withLock { inbox in
-            defer { inbox.stopping = true }
-            return !inbox.stopping
+        let first = state.withLock { state in
+            defer { state.stopping = true }
+            return !state.stopping
         }
         guard first else { return }
-        curl_multi_wakeup(multi)
-        stopped.wait()
+        workers.forEach { $0.stop() }
+        state.withLock { $0.queue.removeAllWaiting() }.forEach { $0.complete(error: .shutDown) }
     }
 
     fileprivate func cancel(_ id: Int) {
-        inbox.withLock { $0.cancelled.append(id) }
-        curl_multi_wakeup(multi)
+        let (worker, stopped) = state.withLock { state -> (CurlWorker?, CurlTransfer?) in
+            if let waiting = state.queue.removeWaiting(where: { $0.id == id }) {
+                // Completed on a fetch thread, as every other completion: never inside the caller's `cancel`.
+                return workers[0].completeCancelled(waiting) ? (workers[0], nil) : (nil, waiting)
+            }
+            guard let index = state.placement[id] else { return (nil, nil) }
+            workers[index].cancel(id)
+            return (workers[index], nil)
+        }
+        worker?.wake()
+        stopped?.complete(error: .cancelled)  // the threads have stopped: nothing else will complete it
     }
 
     fileprivate func promote(_ id: Int, to priority: FetchPriority) {
-        inbox.withLock { $0.promoted.append((id, priority)) }
-        curl_multi_wakeup(multi)
+        state.withLock { _ = $0.queue.promote(where: { $0.id == id }, to: priority) }
     }
 
-    // MARK: - The fetcher thread
+    // MARK: - Called by the workers
 
-    private func run() {
-        TerminationSignals.block()
-        var stillRunning: Int32 = 0
-        while true {
-            let (submitted, cancelled, promoted, stopping) = inbox.withLock { inbox in
-                defer { inbox.submitted.removeAll(); inbox.cancelled.removeAll(); inbox.promoted.removeAll() }
-                return (inbox.submitted, inbox.cancelled, inbox.promoted, inbox.stopping)
+    /// Transfers have left `worker` (finished, cancelled, or waiting there for a retry): their places are free again
+    /// and the queue admits what may start now. `looksAgain`: the worker reads its inbox before it next waits, so it
+    /// needs no wake-up.
+    func ended(_ ended: [Ended], on worker: CurlWorker, looksAgain: Bool) {
+        let (woken, refused) = state.withLock { state -> ([Int], [CurlTransfer]) in
+            for transfer in ended {
+                state.queue.finished(host: transfer.host)
+                state.load[worker.index] -= 1
+                let left = state.hostLoad[worker.index][transfer.host, default: 1] - 1
+                state.hostLoad[worker.index][transfer.host] = left > 0 ? left : nil
+                if !transfer.staysHere { state.placement[transfer.id] = nil }
             }
-            if stopping { break }
-            for transfer in submitted {
-                let hold = transfer.request.holdSeconds
-                if hold > 0 {
-                    delayed.append((.now + .milliseconds(Int(hold * 1000)), transfer))
-                } else {
-                    queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
-                }
+            return admit(&state)
+        }
+        finish(woken: woken, refused: refused, except: looksAgain ? worker.index : nil)
+    }
+
+    /// A response from `host` came over `httpVersion` (CURLINFO_HTTP_VERSION): an HTTP/2 host is from now on admitted
+    /// `streamsPerConnection` transfers per connection of its limit, an HTTP/1.x host one.
+    func learned(httpVersion: Int, host: String) {
+        let multiplexed = httpVersion >= Int(CURL_HTTP_VERSION_2_0)
+        let streams = multiplexed ? configuration.streamsPerConnection : 1
+        let (changed, limit, woken, refused) = state.withLock { state -> (Bool, Int, [Int], [CurlTransfer]) in
+            guard state.queue.setStreamsPerConnection(streams, host: host) else { return (false, 0, [], []) }
+            let (woken, refused) = admit(&state)
+            return (true, state.queue.limit(of: host), woken, refused)
+        }
+        guard changed else { return }
+        finish(woken: woken, refused: refused, except: nil)
+        logger.debug("\(host) answers over \(multiplexed ? "HTTP/2" : "HTTP/1.x"): up to \(limit) transfers at once")
+    }
+
+    /// Delayed transfers (retries, held requests) fall due on `worker`: they wait in the queue again.
+    func requeue(_ transfers: [CurlTransfer], from worker: CurlWorker) {
+        let (woken, refused) = state.withLock { state -> ([Int], [CurlTransfer]) in
+            transfers.forEach { state.placement[$0.id] = nil }
+            guard !state.stopping else { return ([], transfers) }
+            for transfer in transfers {
+                state.queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
             }
-            for (id, priority) in promoted { queue.promote(where: { $0.id == id }, to: priority) }
-            cancelled.forEach(cancelNow)
-            enqueueDueRetries()
-            admitWaiting()
-            curl_multi_perform(multi, &stillRunning)
-            // Transfers admitted in place of finished ones start at the next perform: do not sleep before it.
-            if collectFinished() { continue }
-            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
+            return admit(&state)
         }
-        tearDown()
-        stopped.signal()
+        finish(woken: woken, refused: refused, except: nil)
     }
 
-    /// Adds the transfers the queue lets start now; returns whether there were any.
-    @discardableResult
-    private func admitWaiting() -> Bool {
-        let admitted = queue.admit()
-        for (transfer, host) in admitted {
-            active[transfer.easy] = (transfer, host)
-            curl_multi_add_handle(multi, transfer.easy)
-        }
-        return !admitted.isEmpty
+    /// A delayed transfer was cancelled on its thread.
+    func forget(_ id: Int) {
+        state.withLock { _ = $0.placement.removeValue(forKey: id) }
     }
 
-    /// Completes (or schedules retries of) the transfers curl has finished; returns whether new ones were admitted.
-    private func collectFinished() -> Bool {
-        var easy: UnsafeMutableRawPointer?
-        var code = CURLE_OK
-        while imgfs_multi_next_done(multi, &easy, &code) != 0 {
-            guard let easy, let (transfer, host) = active.removeValue(forKey: easy) else { continue }
-            curl_multi_remove_handle(multi, easy)
-            queue.finished(host: host)
-            if let delay = transfer.retryDelay(code), let retry = CurlTransfer(retrying: transfer) {
-                logger.info(
-                    """
-                    retrying in \(String(format: "%.2f", delay)) s (attempt \(retry.attempt + 1) of \
-                    \(configuration.retries + 1)): \(transfer.failureDescription(code))
-                    """,
-                    metadata: ["url": "\(transfer.url)"])
-                delayed.append((.now + .milliseconds(Int(delay * 1000)), retry))
-            } else {
-                transfer.complete(code)
+    // MARK: - Admission
+
+    /// Admits what may start and places each on the thread with the fewest transfers of its host, then the fewest
+    /// in all; returns the threads to wake and the transfers no thread took (shut down).
+    private func admit(_ state: inout State) -> (woken: [Int], refused: [CurlTransfer]) {
+        guard !state.stopping else { return ([], []) }
+        var woken: [Int] = []
+        var refused: [CurlTransfer] = []
+        for (transfer, host) in state.queue.admit() {
+            let index = state.load.indices.min { busyness(state, $0, host) < busyness(state, $1, host) } ?? 0
+            guard workers[index].place(transfer, host: host) else {
+                state.queue.finished(host: host)
+                refused.append(transfer)
+                continue
             }
+            state.load[index] += 1
+            state.hostLoad[index][host, default: 0] += 1
+            state.placement[transfer.id] = index
+            if !woken.contains(index) { woken.append(index) }
         }
-        return queue.waitingCount > 0 && admitWaiting()
+        return (woken, refused)
     }
 
-    private func enqueueDueRetries() {
-        let now = ContinuousClock.now
-        let due = delayed.filter { $0.due <= now }
-        delayed.removeAll { $0.due <= now }
-        for (_, transfer) in due {
-            queue.enqueue(transfer, host: transfer.url.hostKey, priority: transfer.request.priority)
-        }
+    /// How busy thread `index` is for a transfer of `host`: its transfers of that host, then all of its transfers.
+    private func busyness(_ state: State, _ index: Int, _ host: String) -> (Int, Int) {
+        (state.hostLoad[index][host, default: 0], state.load[index])
     }
 
-    /// Milliseconds to wait for activity: at most a second, less when a retry falls due sooner.
-    private func pollTimeout() -> Int32 {
-        guard let next = delayed.map(\.due).min() else { return 1000 }
-        let wait = ContinuousClock.now.duration(to: next)
-        return Int32(
-            max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
-    }
-
-    private func cancelNow(_ id: Int) {
-        if let (easy, entry) = active.first(where: { $0.value.transfer.id == id }) {
-            active[easy] = nil
-            curl_multi_remove_handle(multi, easy)
-            queue.finished(host: entry.host)
-            entry.transfer.complete(error: .cancelled)
-        } else if let waiting = queue.removeWaiting(where: { $0.id == id }) {
-            waiting.complete(error: .cancelled)
-        } else if let index = delayed.firstIndex(where: { $0.transfer.id == id }) {
-            delayed.remove(at: index).transfer.complete(error: .cancelled)
-        }
-    }
-
-    private func tearDown() {
-        for (easy, entry) in active {
-            curl_multi_remove_handle(multi, easy)
-            entry.transfer.complete(error: .shutDown)
-        }
-        active.removeAll()
-        queue.removeAllWaiting().forEach { $0.complete(error: .shutDown) }
-        delayed.forEach { $0.transfer.complete(error: .shutDown) }
-        delayed.removeAll()
-        let late = inbox.withLock { inbox in
-            defer { inbox.submitted.removeAll() }
-            return inbox.submitted
-        }
-        late.forEach { $0.complete(error: .shutDown) }
-        curl_multi_cleanup(multi)
+    /// Outside the lock: wakes the threads that were given transfers (but `except`, the caller's own, which is
+    /// about to look) and completes the refused ones.
+    private func finish(woken: [Int], refused: [CurlTransfer], except: Int?) {
+        for index in woken where index != except { workers[index].wake() }
+        refused.forEach { $0.complete(error: .shutDown) }
     }
 }
 

@@ -49,6 +49,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let resumeFrom: Int?
     /// The Content-Encoding decoder of the body being received.
     private var decoder: ContentDecoder?
+    /// Called with CURLINFO_HTTP_VERSION when the head of a final response (not a redirect) has arrived.
+    var onResponse: ((Int) -> Void)?
 
     init?(
         id: Int, request: FetchRequest, observer: any TransferObserving, configuration: FetcherConfiguration,
@@ -156,6 +158,11 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func endOfHeader() -> Bool {
+        if head.status >= 200, !(300..<400 ~= head.status && sawLocation), let onResponse {
+            var version = 0
+            imgfs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            if version > 0 { onResponse(version) }
+        }
         switch head.status {
         case 100..<200: return true
         case 300..<400 where sawLocation: return true

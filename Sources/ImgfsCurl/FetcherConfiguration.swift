@@ -1,11 +1,20 @@
+import Foundation
 import ImgfsCore
 
 /// Limits, timeouts, retries and network policy of the libcurl fetcher.
 public struct FetcherConfiguration: Sendable {
     /// Transfers running at once; more wait in a FIFO queue.
     public var maxTransfers = 16
-    /// Transfers running at once per `scheme://host:port`.
+    /// Transfers running at once per `scheme://host:port` over HTTP/1.1 (one connection each); on a host that
+    /// answered over HTTP/2 it bounds connections, each carrying up to `streamsPerConnection` transfers.
     public var maxTransfersPerHost = 6
+    /// Transfers one HTTP/2 connection carries at once (libcurl never exceeds the server's own limit).
+    public var streamsPerConnection = 100
+    /// Threads receiving transfers, each with a libcurl multi handle (and connection cache) of its own.
+    public var fetchThreads = FetcherConfiguration.defaultFetchThreads
+    /// One fetch thread per core, at most four: one thread receiving (socket reads, copies into memory files) was
+    /// the bottleneck of cold large reads, and more threads than cores only add connections.
+    public static var defaultFetchThreads: Int { min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)) }
     /// Seconds to establish a connection.
     public var connectTimeout = 10.0
     /// A transfer slower than `stallBytesPerSecond` for `stallSeconds` is abandoned.

@@ -44,13 +44,13 @@ enum SystemFile {
 }
 
 /// A failed system call, with the errno text.
-struct SystemCallError: Error, CustomStringConvertible {
+public struct SystemCallError: Error, CustomStringConvertible {
     /// The call that failed, such as "pipe".
     let call: String
     /// The errno value it reported.
     let code: Int32
 
-    var description: String { "\(call): \(SystemFile.describe(errno: code))" }
+    public var description: String { "\(call): \(SystemFile.describe(errno: code))" }
 }
 
 extension Duration {

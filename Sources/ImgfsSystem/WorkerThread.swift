@@ -2,7 +2,7 @@ import Glibc
 
 /// A joinable POSIX thread that starts with SIGINT, SIGTERM and SIGHUP blocked, so those signals keep going to the
 /// daemon's main thread.
-final class WorkerThread: Sendable {
+public final class WorkerThread: Sendable {
     private final class Body {
         let name: String
         let run: @Sendable () -> Void
@@ -19,7 +19,7 @@ final class WorkerThread: Sendable {
     /// Starts `body` on a new thread named `name` (at most 15 bytes are kept; `ps -L` shows it). The signal mask is
     /// set with pthread_sigmask around pthread_create, so the thread has the termination signals blocked from its
     /// first instruction; the caller's mask is restored afterwards.
-    init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
+    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
         let previous = TerminationSignals.block()
         let box = Unmanaged.passRetained(Body(name: name, body))
         var handle = pthread_t()
@@ -50,10 +50,10 @@ final class WorkerThread: Sendable {
     }
 
     /// Whether the calling thread is this thread.
-    var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
+    public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
 
     /// Waits for the thread to end; called from the thread itself it detaches instead. Call once.
-    func join() {
+    public func join() {
         if isCurrent {
             pthread_detach(handle)
         } else {

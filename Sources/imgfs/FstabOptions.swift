@@ -10,7 +10,8 @@ enum FstabOptions {
     static let valued: Set<String> = [
         "cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
         "max-stale",
-        "max-transfers", "max-transfers-per-host", "connect-timeout", "stall-timeout",
+        "max-transfers", "max-transfers-per-host", "max-streams-per-connection", "fetch-threads",
+        "connect-timeout", "stall-timeout",
         "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
         "thumb-sizes", "max-pixels", "thumb-workers",
         "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",

@@ -8,8 +8,18 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Transfers running at once.")
     var maxTransfers = 16
 
-    @Option(help: "Transfers running at once per host (scheme, host and port).")
+    @Option(
+        help: """
+            Per host (scheme, host and port): transfers at once over HTTP/1.1 (one connection each); connections \
+            over HTTP/2, each carrying up to --max-streams-per-connection transfers.
+            """)
     var maxTransfersPerHost = 6
+
+    @Option(help: "Transfers one HTTP/2 connection carries at once (never more than the server allows).")
+    var maxStreamsPerConnection = 100
+
+    @Option(help: "Threads receiving transfers, each with its own connections; by default one per core, at most 4.")
+    var fetchThreads = FetcherConfiguration.defaultFetchThreads
 
     @Option(help: "Seconds to wait for a connection.")
     var connectTimeout = 10.0
@@ -42,7 +52,9 @@ struct NetworkOptions: ParsableArguments {
     var caFile: String?
 
     func validate() throws {
-        guard maxTransfers > 0, maxTransfersPerHost > 0 else { throw ValidationError("limits must be at least 1") }
+        guard maxTransfers > 0, maxTransfersPerHost > 0, maxStreamsPerConnection > 0, fetchThreads > 0 else {
+            throw ValidationError("limits must be at least 1")
+        }
         guard retries >= 0, stallTimeout > 0, timeout > 0, connectTimeout > 0 else {
             throw ValidationError("timeouts must be positive and --retries at least 0")
         }
@@ -67,6 +79,8 @@ struct NetworkOptions: ParsableArguments {
         var configuration = FetcherConfiguration()
         configuration.maxTransfers = maxTransfers
         configuration.maxTransfersPerHost = maxTransfersPerHost
+        configuration.streamsPerConnection = maxStreamsPerConnection
+        configuration.fetchThreads = fetchThreads
         configuration.connectTimeout = connectTimeout
         configuration.stallSeconds = stallTimeout
         configuration.totalTimeout = timeout

@@ -13,6 +13,7 @@ struct CurlFetcherTests {
     static func fetcher(_ adjust: (inout FetcherConfiguration) -> Void = { _ in }) -> CurlFetcher {
         var configuration = FetcherConfiguration()
         configuration.retryBaseDelay = 0.01
+        configuration.fetchThreads = 3  // every test here runs with transfers spread over threads
         adjust(&configuration)
         return CurlFetcher(configuration: configuration, logger: Logger(label: "test"))
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import ImgfsCore
 
 /// A transfer observer that records what a fetcher delivers, for tests of the curl layer alone.
@@ -7,13 +8,21 @@ final class RecordingObserver: TransferObserving {
         var heads: [ResponseHead] = []
         var body: [UInt8] = []
         var completions: [FetchError?] = []
+        /// The name of the thread each head was delivered on.
+        var threads: [String] = []
+        /// The name of the thread each completion was delivered on.
+        var completionThreads: [String] = []
     }
 
     let events = Locked(Events())
     private let done = DispatchSemaphore(value: 0)
 
     func transferDidReceive(head: ResponseHead) -> Bool {
-        events.withLock { $0.heads.append(head) }
+        let thread = Self.threadName()
+        events.withLock {
+            $0.heads.append(head)
+            $0.threads.append(thread)
+        }
         return true
     }
 
@@ -23,7 +32,11 @@ final class RecordingObserver: TransferObserving {
     }
 
     func transferDidComplete(error: FetchError?) {
-        events.withLock { $0.completions.append(error) }
+        let thread = Self.threadName()
+        events.withLock {
+            $0.completions.append(error)
+            $0.completionThreads.append(thread)
+        }
         done.signal()
     }
 
@@ -31,6 +44,12 @@ final class RecordingObserver: TransferObserving {
     func waitForCompletion(seconds: Double = 20) -> FetchError? {
         guard done.wait(timeout: .now() + seconds) == .success else { return .timedOut("no completion in the test") }
         return events.withLock { $0.completions.first ?? nil }
+    }
+
+    /// The calling thread's system name.
+    static func threadName() -> String {
+        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+        return comm.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     var body: [UInt8] { events.withLock { $0.body } }

@@ -8,13 +8,15 @@ import Testing
 /// HTTP/2 is used where the origin offers it.
 @Suite("TLS and HTTP/2", .serialized, .enabled(if: FuseAvailability.available))
 struct TLSTests {
-    /// nginx serving `directory` over TLS with HTTP/2, logging each request's protocol.
+    /// nginx serving `files` over TLS with HTTP/2 (and whatever `locations` adds), logging each request's protocol
+    /// (and, in `connections`, the connection it came on).
     final class TLSOrigin {
         let root = "/tmp/imgfs-tls-\(getpid())-\(UUID().uuidString.prefix(8))"
-        let port = 20_000 + Int(getpid() % 20_000)
+        let port: Int
         var process: ChildProcess?
 
-        init(files: [String: [UInt8]]) throws {
+        init(files: [String: [UInt8]], locations: String = "") throws {
+            port = try RedisServer.freePort()
             try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
             for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/www/\(name)")) }
             let certificate = try ChildProcess.run(
@@ -31,12 +33,15 @@ struct TLSTests {
                 http {
                     access_log \(root)/access.log combined;
                     log_format protocol '$request_uri $server_protocol $status';
+                    log_format connection '$request_uri $server_protocol $connection $msec $request_time';
                     server {
                         listen 127.0.0.1:\(port) ssl http2;
                         ssl_certificate \(root)/cert.pem;
                         ssl_certificate_key \(root)/key.pem;
                         root \(root)/www;
                         access_log \(root)/protocol.log protocol;
+                        access_log \(root)/connection.log connection;
+                        \(locations)
                     }
                 }
                 """
@@ -50,6 +55,12 @@ struct TLSTests {
         var baseURL: String { "https://127.0.0.1:\(port)" }
         var requests: [String] {
             ((try? String(contentsOfFile: "\(root)/protocol.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
+                String.init)
+        }
+
+        /// `$request_uri $server_protocol $connection $msec $request_time` of each request served (logged at its end).
+        var connections: [String] {
+            ((try? String(contentsOfFile: "\(root)/connection.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
                 String.init)
         }
 

@@ -19,6 +19,8 @@ typedef int (*imgfs_curl_prereq_callback)(void *context, char *primary_ip, char 
 CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context);
 
 CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value);
+CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
+CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
 /// The easy handle and result of a CURLMSG_DONE message (the union member cannot be read from Swift).
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);

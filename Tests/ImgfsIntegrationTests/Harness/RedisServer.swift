@@ -86,7 +86,7 @@ final class RedisServer: @unchecked Sendable {
     }
 
     /// A TCP port nobody listens on now.
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
