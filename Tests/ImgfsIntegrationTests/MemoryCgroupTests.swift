@@ -93,12 +93,13 @@ struct MemoryCgroupTests {
         return (line?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
     }
 
-    @Test("with --memory-limit 16M and no cgroup, 300 MB of distinct images keep the daemon's RSS within 160 MiB")
+    @Test("with --memory-limit 16M and no cgroup, 300 MB of distinct images keep the daemon's RSS within 128 MiB of idle")
     func residentSetFollowsTheBudget() throws {
         let image = try Fixtures.largeJPEG()
         let count = (300 << 20) / image.count + 1
         try withMountedOrigin(["--memory-limit", "16M"]) { origin, mount in
             Self.serveVariants(of: image, on: origin)
+            let idle = Self.residentBytes(mount.process.pid)
             let peak = Locked(0)
             let reading = Locked(true)
             Thread.detachNewThread {
@@ -111,8 +112,11 @@ struct MemoryCgroupTests {
             let wrong = Self.readVariants(count, of: image, through: mount, from: origin)
             reading.withLock { $0 = false }
             #expect(wrong.isEmpty, "every byte right: \(wrong)")
-            // 16 MiB of cache, at most as much queued for the disk, four transfers of 6.7 MB, and the daemon itself.
-            #expect(peak.withLock { $0 } < 160 << 20, "peak RSS \(peak.withLock { $0 } >> 20) MiB")
+            // Above the idle daemon (whose size depends on the libraries and threads it starts, not on the budget):
+            // 16 MiB of cache, as much queued for the disk, four transfers of 6.7 MB, and what the allocator keeps in
+            // the arenas of the fetch and FUSE threads (92 MiB in all measured alone; 300 MB unbounded would fail).
+            let growth = peak.withLock { $0 } - idle
+            #expect(growth < 128 << 20, "RSS grew \(growth >> 20) MiB above the idle \(idle >> 20) MiB")
         }
     }
 }
