@@ -72,6 +72,8 @@ public final class VariantStore: Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     let state = Locked(State())
+    /// What the store did (``statistics()``).
+    let counters = Locked(VariantCounters())
     /// Disk writes of variants, one at a time, off the workers.
     let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
@@ -127,11 +129,13 @@ public final class VariantStore: Sendable {
             case .failure(let error):
                 reply(.failure(error))
             case .success(.memory(let image)):
+                counters.withLock { $0.servedFromMemory += 1 }
                 reply(.success(ImageSlice(image.bytes, size: image.metadata.size, offset: offset, count: count)))
             case .success(.disk(let record)):
                 guard let bytes = loadFromDisk(record, url: url) else {
                     return read(size, of: url, offset: offset, count: count, reply: reply)
                 }
+                counters.withLock { $0.servedFromDisk += 1 }
                 reply(.success(ImageSlice(bytes, size: record.size, offset: offset, count: count)))
             }
         }
@@ -195,6 +199,26 @@ public final class VariantStore: Sendable {
     /// Empties the variants' memory cache (memory pressure); returns the bytes freed.
     @discardableResult
     public func purgeMemory() -> Int { memory.purge() }
+
+    /// Removes from the variants' disk cache the entries that expired before `removeExpiredBefore`, as the disk
+    /// sweep does for images (a variant's expiry is its original's), except those whose original's URL `keeping`
+    /// accepts (keep-offline); returns what was removed.
+    @discardableResult
+    public func sweepDisk(
+        now: Date, removeExpiredBefore: Date, keeping: (String) -> Bool = { _ in false }
+    ) -> (removedEntries: Int, removedBytes: Int) {
+        guard let disk else { return (0, 0) }
+        let removed = disk.sweep(now: now, removeExpiredBefore: removeExpiredBefore, keeping: keeping)
+        counters.withLock { $0.diskEvictions += removed.removedEntries }
+        return removed
+    }
+
+    /// The counters, with the disk cache's evictions for its size limit.
+    public func statistics() -> VariantCounters {
+        var counters = counters.withLock { $0 }
+        counters.diskEvictions += disk?.evictionCount ?? 0
+        return counters
+    }
 
     /// Waits for the disk writes queued so far (at unmount).
     public func flushDiskWrites() { diskWrites.sync {} }
