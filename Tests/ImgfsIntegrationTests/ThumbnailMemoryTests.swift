@@ -52,7 +52,7 @@ struct ThumbnailMemoryTests {
         try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
         let before = Self.status(pid, "VmRSS")
         let results = ParallelThreads.run(16) { index in
-            PosixFile.read("\(mount.mountPoint)/thumb/256/\(NameCodec.encode(urls[index]))")
+            PosixFile.read(mount.thumbnail(256, urls[index]))
         }
         let peak = Self.status(pid, "VmHWM")
         for (index, result) in results.enumerated() {

@@ -213,6 +213,22 @@ public final class VariantStore: Sendable {
         return removed
     }
 
+    /// `imgfs purge`: `memory` empties the variants' memory cache, `disk` both caches, `expired` the expired
+    /// variants of both (as for images, by the images' expiry policy on disk).
+    public func purge(_ kind: CacheTiers.PurgeKind) {
+        switch kind {
+        case .memory:
+            purgeMemory()
+        case .disk:
+            purgeMemory()
+            disk?.removeAll()
+        case .expired:
+            let now = now()
+            for key in memory.keys where memory.peek(key).map({ $0.expiresAt <= now }) ?? false { memory.remove(key) }
+            sweepDisk(now: now, removeExpiredBefore: now)
+        }
+    }
+
     /// The counters, with the disk cache's evictions for its size limit.
     public func statistics() -> VariantCounters {
         var counters = counters.withLock { $0 }
