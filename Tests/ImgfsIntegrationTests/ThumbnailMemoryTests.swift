@@ -61,7 +61,8 @@ struct ThumbnailMemoryTests {
         #expect(mount.statistics()["variants.made"] == 16)
         // The documented bound: the program itself, the images' budget, the variants' (an eighth of it), and per
         // worker 3 x --max-size + 4 MiB + libvips's rows (16 MiB allowed here).
-        let bound = program + memoryLimit + memoryLimit / 8 + workers * (3 * maxSize + 4 * Self.mebibyte)
+        let bound =
+            program + memoryLimit + memoryLimit / 8 + workers * (3 * maxSize + 4 * Self.mebibyte)
             + workers * 16 * Self.mebibyte
         print(
             "thumbnail memory: program \(program >> 20) MiB, before \(before >> 20) MiB, peak \(peak >> 20) MiB,"

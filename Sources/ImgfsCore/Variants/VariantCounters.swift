@@ -50,7 +50,8 @@ extension VariantCounters {
             "variants_decode_milliseconds_total", "counter", "Time spent decoding and encoding variants.",
             [("", counters.decodeMilliseconds)])
         metric(
-            "variants_disk_evictions_total", "counter", "Variants removed from the disk cache (expired or over its limit).",
+            "variants_disk_evictions_total", "counter",
+            "Variants removed from the disk cache (expired or over its limit).",
             [("", counters.diskEvictions)])
     }
 }
