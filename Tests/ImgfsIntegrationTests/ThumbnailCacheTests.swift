@@ -8,15 +8,6 @@ import Testing
 /// through a real mount and real libvips.
 @Suite("Thumbnail counters and disk cache", .serialized, .enabled(if: FuseAvailability.available))
 struct ThumbnailCacheTests {
-    private static func bytesOfFiles(under directory: String) -> Int {
-        let files = FileManager.default.enumerator(atPath: directory)?.allObjects as? [String] ?? []
-        return files.reduce(0) { total, file in
-            var status = stat()
-            guard stat("\(directory)/\(file)", &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return total }
-            return total + Int(status.st_size)
-        }
-    }
-
     @Test("stats.json and metrics count variants made, reads from memory and disk, failures by reason, decode time")
     func counters() throws {
         let images = try ThumbnailImages()
@@ -84,7 +75,8 @@ struct ThumbnailCacheTests {
             #expect(PosixFile.read(first.thumbnail(128, url)).map(\.count).map { $0 > 0 } == .success(true))
         }
         first.stop()
-        #expect(Self.bytesOfFiles(under: cache + "/variants") > 0, "the variants were written to disk")
+        #expect(
+            CachingIntegrationTests.bytesOfFiles(under: cache + "/variants") > 0, "the variants were written to disk")
         Poll.elapse(2.2)  // the short one's expiry (1 s) plus --max-stale (1 s) go by
         let second = try MountedImgfs(
             arguments: ["--cache-control", "--max-stale", "1s", "--policy", "cache-only"], cacheDirectory: cache)
@@ -111,7 +103,10 @@ struct ThumbnailCacheTests {
         defer { mount.stop() }
         let listing = { try FileManager.default.contentsOfDirectory(atPath: "\(mount.mountPoint)/thumb/128") }
         #expect(PosixFile.read(mount.thumbnail(128, url)).map(\.count).map { $0 > 0 } == .success(true))
-        #expect(mount.waitForStatistics { _ in Self.bytesOfFiles(under: mount.cacheDirectory + "/variants") > 0 })
+        #expect(
+            mount.waitForStatistics { _ in
+                CachingIntegrationTests.bytesOfFiles(under: mount.cacheDirectory + "/variants") > 0
+            })
         let purge = { (kind: String) in
             try ChildProcess.run(MountedImgfs.binary, ["purge", "--\(kind)", mount.mountPoint]).status
         }
@@ -155,13 +150,13 @@ struct ThumbnailCacheTests {
         var variants = 0
         #expect(
             Poll.until {
-                variants = Self.bytesOfFiles(under: mount.cacheDirectory + "/variants")
+                variants = CachingIntegrationTests.bytesOfFiles(under: mount.cacheDirectory + "/variants")
                 return variants > 0 && variants <= cap
             }, "\(variants) bytes of variants on disk")
         var total = 0
         #expect(
             Poll.until {
-                total = Self.bytesOfFiles(under: mount.cacheDirectory)
+                total = CachingIntegrationTests.bytesOfFiles(under: mount.cacheDirectory)
                 return total <= limit + 64 * 1024
             }, "\(total) bytes on disk in all")
     }
