@@ -13,7 +13,8 @@ public struct VariantCounters: Codable, Equatable, Sendable {
     public var failures: [String: Int] = [:]
     /// Time the workers spent decoding and encoding, successful or not, in milliseconds.
     public var decodeMilliseconds = 0
-    /// Variants entries removed from the disk cache by the sweep (expired) or to stay within its size limit.
+    /// Variant entries removed from the disk cache by the sweep or `purge --expired` (expired) or to stay within
+    /// its size limit.
     public var diskEvictions = 0
 
     public init() {}
