@@ -10,7 +10,7 @@ struct CacheOptions: ParsableArguments {
                 + "never more than an eighth of the memory cgroup limit)."))
     var memoryLimit: String?
 
-    @Option(help: "Disk cache size cap, e.g. 1G.")
+    @Option(help: "Disk cache size cap, e.g. 1G (images and thumbnails; thumbnails at most an eighth of it).")
     var diskLimit = "1G"
 
     @Option(help: "How long a fetched image stays fresh, e.g. 24h, 30m, 7d, 3600.")

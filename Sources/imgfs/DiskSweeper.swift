@@ -2,15 +2,16 @@ import Foundation
 import ImgfsCore
 import Logging
 
-/// Runs the disk cache's sweep at start and every 10 minutes on a background queue: leftovers of interrupted writes,
+/// Runs the disk caches' sweep at start and every 10 minutes on a background queue: leftovers of interrupted writes,
 /// and, only when `keepExpiredFor` is given (`--max-stale`), entries expired for longer than that, except those of
 /// hosts whose policy rule says keep-offline. Without it expired entries stay for offline use, revalidation and
-/// stale-if-error until the size cap evicts them or `imgfs purge --expired` removes them.
+/// stale-if-error until the size cap evicts them or `imgfs purge --expired` removes them. The variants' disk cache
+/// (`thumb/`) is swept by the same rule: a variant carries its original's expiry, so it goes when its original would.
 enum DiskSweeper {
     private static let queue = DispatchQueue(label: "imgfs.disk-sweep", qos: .utility)
     nonisolated(unsafe) private static var timer: DispatchSourceTimer?
 
-    static func start(_ disk: DiskCache, keepExpiredFor: TimeInterval?, logger: Logger) {
+    static func start(_ disk: DiskCache, variants: VariantStore?, keepExpiredFor: TimeInterval?, logger: Logger) {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .seconds(600))
         timer.setEventHandler {
@@ -20,6 +21,12 @@ enum DiskSweeper {
                 now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
             if entries > 0 {
                 logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
+            }
+            let swept = variants?.sweepDisk(
+                now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
+            if let swept, swept.removedEntries > 0 {
+                let size = Quantity.describe(bytes: swept.removedBytes)
+                logger.info("disk cache sweep removed \(swept.removedEntries) expired variants (\(size))")
             }
         }
         timer.resume()

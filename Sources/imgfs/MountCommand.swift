@@ -107,13 +107,9 @@ struct MountCommand: ParsableCommand {
             passthrough.isUsable
         }
         let memoryCache = MemoryCache(budget: try cache.memoryBudget())
+        let disk = requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory, logger: logger)
         let repository = ImageRepository(
-            fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache,
-            disk: requests.noDiskCache
-                ? nil
-                : try openDiskCache(
-                    in: cacheDirectory,
-                    logger: logger),
+            fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache, disk: disk,
             configuration: repositoryConfiguration, logger: logger,
             diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
         let names = requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names")
@@ -122,7 +118,10 @@ struct MountCommand: ParsableCommand {
             repository: repository,
             cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,
             memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
-            logger: logger)
+            expiry: repositoryConfiguration.expiry, logger: logger)
+        if let disk {
+            DiskSweeper.start(disk, variants: variants, keepExpiredFor: try cache.keepExpired(), logger: logger)
+        }
         let lists = ListDirectories(
             store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
             readAhead: ReadAhead(depth: readAhead, repository: repository),
@@ -186,10 +185,10 @@ struct MountCommand: ParsableCommand {
 
     private func openDiskCache(in directory: URL, logger: Logger) throws -> DiskCache {
         let expiry = try cache.repositoryConfiguration().expiry
-        let disk = try DiskCache(
-            directory: directory, sizeLimit: try cache.diskBudget(), logger: logger,
+        // --disk-limit covers images and variants: the variants' share is theirs, the images have the rest.
+        let budget = try cache.diskBudget()
+        return try DiskCache(
+            directory: directory, sizeLimit: budget - ThumbnailOptions.diskShare(of: budget), logger: logger,
             expiry: { expiry.expiry(of: $0) })
-        DiskSweeper.start(disk, keepExpiredFor: try cache.keepExpired(), logger: logger)
-        return disk
     }
 }

@@ -34,18 +34,24 @@ struct ThumbnailOptions: ParsableArguments {
         return Array(Set(sizes.compactMap { $0 })).sorted()
     }
 
+    /// The variants' part of `--disk-limit` (an eighth): the images' disk cache has the rest.
+    static func diskShare(of diskBudget: Int) -> Int { diskBudget / 8 }
+
     /// The variant store: libvips on `--thumb-workers` threads; its own memory cache (an eighth of the images'
-    /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, a quarter of the disk limit).
-    /// The variant store; with `cacheDirectory` nil (`--no-disk-cache`) variants are kept in memory only.
+    /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, ``diskShare(of:)`` of the disk limit).
+    /// With `cacheDirectory` nil (`--no-disk-cache`) variants are kept in memory only. Their disk entries expire by
+    /// `expiry` as images do (a variant's record has its original's fetch time and expiry).
     func makeStore(
         repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
-        logger: Logger
+        expiry: ExpiryPolicy, logger: Logger
     ) throws -> VariantStore {
         var configuration = VariantStore.Configuration()
         configuration.sizes = try sizes()
         configuration.maximumPixels = maxPixels
         let disk = try cacheDirectory.map {
-            try DiskCache(directory: $0.appendingPathComponent("variants"), sizeLimit: diskBudget / 4, logger: logger)
+            try DiskCache(
+                directory: $0.appendingPathComponent("variants"), sizeLimit: Self.diskShare(of: diskBudget),
+                logger: logger, expiry: { expiry.expiry(of: $0) })
         }
         let workers = VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount)
         return VariantStore(

@@ -52,9 +52,13 @@ final class FakeDisk: DiskCaching, @unchecked Sendable {
     func remove(key: String) { _ = entries.withLock { $0.removeValue(forKey: key) } }
     func keys() -> [String] { entries.withLock { $0.keys.sorted() } }
     func removeAll() { entries.withLock { $0.removeAll() } }
-    func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
+    func sweep(
+        now: Date, removeExpiredBefore: Date, keeping: (String) -> Bool
+    ) -> (removedEntries: Int, removedBytes: Int) {
         entries.withLock { entries in
-            let expired = entries.filter { $0.value.record.expiresAt < removeExpiredBefore }
+            let expired = entries.filter {
+                $0.value.record.expiresAt < removeExpiredBefore && !keeping($0.value.record.url)
+            }
             expired.keys.forEach { entries[$0] = nil }
             return (expired.count, expired.values.reduce(0) { $0 + $1.body.count })
         }

@@ -8,6 +8,7 @@
 - warm reread: the variants (small files) read again through the mount by SMALL_READERS readers, each pass the list
   REREAD_ROUNDS times over, against the vipsthumbnail outputs read the same way from tmpfs.
 - the imgfs daemon's peak RSS (VmHWM).
+Ratios are paired: the median (min–max) of each repetition's own ratio.
 """
 import io
 import os
@@ -27,9 +28,14 @@ REREAD_ROUNDS = 50  # a pass of 20 files alone would time the thread pool, not t
 
 
 def read_whole(paths, threads):
-    """Reads every file completely with `threads` readers; returns (seconds, bytes)."""
+    """Reads every file completely with `threads` readers; returns (seconds, bytes).
+
+    Unbuffered (buffering=0), as a C program's open/fstat/read would: Python's buffered open() asks isatty() of every
+    file (an ioctl TCGETS; CPython 3.14 no longer does for regular files), which tmpfs answers at once but FUSE sends
+    to the daemon as one more synchronous round trip per open (the kernel does not remember the ENOSYS). Both sides of
+    every row use this reader."""
     def one(path):
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             data = f.read()
         if not data:
             raise BenchFailure(f"empty read: {path}")
@@ -124,7 +130,10 @@ def table(bench, values, peak, count, threads):
         return f"{statistics.median(v):.1f} ({min(v):.1f}–{max(v):.1f})"
 
     def ratio(key, limit):
-        return f"{statistics.median(values[key]) / statistics.median(values[limit]):.2f}×"
+        # Paired: each repetition's ratio (its rows ran seconds apart), then the median, so a change in the shared
+        # machine's load between repetitions does not count as a difference between the rows.
+        pairs = [a / b for a, b in zip(values[key], values[limit])]
+        return f"{statistics.median(pairs):.2f}× ({min(pairs):.2f}–{max(pairs):.2f})"
     large_bytes = sum(bench.manifest[r][0] for r in bench.large) / 1e6
     rows = [
         f"Thumbnails at {SIZE} px of the {count} large images ({large_bytes:.0f} MB), {bench.reps} repetition(s), "

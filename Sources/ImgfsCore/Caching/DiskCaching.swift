@@ -18,13 +18,21 @@ public protocol DiskCaching: Sendable {
     func remove(key: String)
     func keys() -> [String]
     func removeAll()
-    func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int)
+    /// Removes the entries that expired before `removeExpiredBefore`, except those whose URL `keeping` accepts.
+    func sweep(
+        now: Date, removeExpiredBefore: Date, keeping: (String) -> Bool
+    ) -> (removedEntries: Int, removedBytes: Int)
     var totalBytes: Int { get }
     var count: Int { get }
     var evictionCount: Int { get }
 }
 
 extension DiskCaching {
+    /// ``sweep(now:removeExpiredBefore:keeping:)`` keeping nothing.
+    public func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
+        sweep(now: now, removeExpiredBefore: removeExpiredBefore, keeping: { _ in false })
+    }
+
     /// ``store(_:body:pace:)`` without pauses.
     @discardableResult
     public func store(_ record: CacheRecord, body: UnsafeRawBufferPointer) throws -> CacheRecord {

@@ -53,14 +53,15 @@ extension ImageFilesystem {
         }
     }
 
-    /// Setting `user.imgfs.purge` on `.imgfs/` to `memory`, `disk` or `expired` purges that (what `imgfs purge`
-    /// does); every other change is EROFS.
+    /// Setting `user.imgfs.purge` on `.imgfs/` to `memory`, `disk` or `expired` purges that, of images and variants
+    /// (what `imgfs purge` does); every other change is EROFS.
     public func setExtendedAttribute(_ inode: UInt64, name: String, value: [UInt8]) -> Result<Void, FilesystemError> {
         guard inodes.node(inode) == .control, name == Self.attributePrefix + "purge" else { return .failure(.readOnly) }
         guard let kind = CacheTiers.PurgeKind(rawValue: String(decoding: value, as: UTF8.self)) else {
             return .failure(.invalidName)
         }
         repository.purge(kind)
+        variants?.purge(kind)
         return .success(())
     }
 

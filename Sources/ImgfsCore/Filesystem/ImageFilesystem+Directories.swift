@@ -81,7 +81,9 @@ extension ImageFilesystem {
         case .statistics: statisticsJSON()
         case .metrics:
             Array(
-                (PrometheusText.render(repository.statistics(), uptime: Date().timeIntervalSince(startTime))
+                (PrometheusText.render(
+                    repository.statistics(), variants: variants?.statistics(),
+                    uptime: Date().timeIntervalSince(startTime))
                     + browseMetrics()).utf8)
         }
     }
@@ -96,12 +98,14 @@ extension ImageFilesystem {
             let repository: RepositoryStatistics
             let lists: [ReadAhead.Named]?
             let hosts: [HostDirectories.Named]?
+            let variants: VariantCounters?
         }
         let document = Document(
             pid: ProcessInfo.processInfo.processIdentifier,
             uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
             placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
-            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics())
+            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics(),
+            variants: variants?.statistics())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

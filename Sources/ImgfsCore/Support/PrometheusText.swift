@@ -2,7 +2,9 @@ import Foundation
 
 /// Statistics in the Prometheus text exposition format (version 0.0.4), for `.imgfs/metrics`.
 public enum PrometheusText {
-    public static func render(_ statistics: RepositoryStatistics, uptime: TimeInterval) -> String {
+    public static func render(
+        _ statistics: RepositoryStatistics, variants: VariantCounters? = nil, uptime: TimeInterval
+    ) -> String {
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int)]) {
             lines.append("# HELP imgfs_\(name) \(help)")
@@ -46,6 +48,7 @@ public enum PrometheusText {
             "errors_total", "counter", "Failed transfers by kind.",
             counters.errorsByKind.sorted { $0.key < $1.key }.map { ("{kind=\"\($0.key)\"}", $0.value) })
         if let shared = statistics.sharedTier { SharedTierCounters.metrics(shared, into: metric) }
+        if let variants { VariantCounters.metrics(variants, into: metric) }
         metric("uptime_seconds", "gauge", "Seconds since the mount started.", [("", Int(uptime))])
         return lines.joined(separator: "\n") + "\n"
     }

@@ -14,7 +14,7 @@ extension VariantStore {
         repository.metadata(url, refresh: true) { [self] result in
             switch result {
             case .failure(let error):
-                finish(key, .failure(.original(error)))
+                failed(key, .original(error))
             case .success(let original):
                 let validator = Self.validator(size, original)
                 if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
@@ -32,7 +32,7 @@ extension VariantStore {
     private func produce(_ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String) {
         let bytes: ImageSlice
         switch wholeOriginal(url, size: original.size) {
-        case .failure(let error): return finish(key, .failure(.original(error)))
+        case .failure(let error): return failed(key, .original(error))
         case .success(let slice): bytes = slice
         }
         let specification = VariantSpecification(
@@ -46,13 +46,17 @@ extension VariantStore {
             for piece in pieces { whole.append(contentsOf: piece) }
             return whole.withUnsafeBytes { maker.makeVariant(of: $0, specification) }
         }
+        let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+        counters.withLock {
+            $0.decodeMilliseconds += milliseconds
+            if case .success = made { $0.made += 1 }
+        }
         switch made {
         case .failure(let error):
             logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
             state.withLock { $0.failures[key] = (error, validator) }
-            finish(key, .failure(error))
+            failed(key, error)
         case .success(let variant):
-            let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
             logger.debug(
                 "variant made: \(made) in \(milliseconds) ms",
@@ -126,6 +130,12 @@ extension VariantStore {
             record.expiresAt = expiresAt
             return .disk(record)
         }
+    }
+
+    /// Counts a production that failed (not a remembered failure answered again), then answers with it.
+    private func failed(_ key: String, _ error: VariantError) {
+        counters.withLock { $0.failures[error.reason, default: 0] += 1 }
+        finish(key, .failure(error))
     }
 
     /// Answers everyone waiting for `key` and ends its production.

@@ -72,6 +72,10 @@ public final class VariantStore: Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
     let state = Locked(State())
+    /// Keys already computed (``key(_:_:)``).
+    let keys = Locked<[VariantID: String]>([:])
+    /// What the store did (``statistics()``).
+    let counters = Locked(VariantCounters())
     /// Disk writes of variants, one at a time, off the workers.
     let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
@@ -108,7 +112,7 @@ public final class VariantStore: Sendable {
     /// The variant of `url` of longer side `size`: cached, or made now. With `refresh` (lookup, open), an expired
     /// variant is revalidated through its original first.
     public func variant(_ size: Int, of url: ImageURL, refresh: Bool, reply: @escaping VariantReply) {
-        let key = Self.key(size, url)
+        let key = key(size, url)
         if let cached = cachedVariant(key, counting: true), isCurrent(cached, size: size, url: url),
             !refresh || now() < cached.expiresAt
         {
@@ -127,84 +131,39 @@ public final class VariantStore: Sendable {
             case .failure(let error):
                 reply(.failure(error))
             case .success(.memory(let image)):
+                counters.withLock { $0.servedFromMemory += 1 }
                 reply(.success(ImageSlice(image.bytes, size: image.metadata.size, offset: offset, count: count)))
             case .success(.disk(let record)):
                 guard let bytes = loadFromDisk(record, url: url) else {
                     return read(size, of: url, offset: offset, count: count, reply: reply)
                 }
+                counters.withLock { $0.servedFromDisk += 1 }
                 reply(.success(ImageSlice(bytes, size: record.size, offset: offset, count: count)))
             }
         }
     }
 
-    // MARK: - Management
-
-    /// Drops the variant from both caches (`rm thumb/<px>/<name>`).
-    public func evict(_ size: Int, of url: ImageURL) {
-        let key = Self.key(size, url)
-        memory.remove(key)
-        disk?.remove(key: key)
-        state.withLock { $0.failures[key] = nil }
-        logger.info("variant evicted", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-    }
-
-    /// The original of `url` got a new body: its variants of every size are dropped.
-    public func originalChanged(_ url: ImageURL) {
-        for size in configuration.sizes {
-            let key = Self.key(size, url)
-            guard memory.peek(key) != nil || disk?.record(forKey: key) != nil else { continue }
-            memory.remove(key)
-            disk?.remove(key: key)
-            logger.info(
-                "original changed; variant dropped",
-                metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-        }
-    }
-
-    /// The URLs of the cached variants of longer side `size`, sorted by key, with their keys.
-    public func cachedVariants(_ size: Int) -> [(key: String, url: ImageURL)] {
-        Set(memory.keys).union(disk?.keys() ?? []).sorted().compactMap { key in
-            let (text, validator) =
-                memory.peek(key).map { ($0.url.string, $0.metadata.etag) }
-                ?? disk?.record(forKey: key).map { ($0.url, $0.etag) } ?? ("", nil)
-            guard validator.flatMap(Self.size(ofValidator:)) == size, let url = try? ImageURL(text) else { return nil }
-            return (key, url)
-        }
-    }
-
-    /// What is known about the variant now, without making anything (for extended attributes).
-    public func report(
-        _ size: Int, of url: ImageURL
-    )
-        -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?)
-    {
-        let key = Self.key(size, url)
-        let error = state.withLock { $0.lastErrors[key] }
-        if let image = memory.peek(key) { return (.memory, .memory(image), error) }
-        if let record = disk?.record(forKey: key) { return (.disk, .disk(record), error) }
-        return (nil, nil, error)
-    }
-
-    /// The last failure of the variant when it is not cached and not being made (never makes anything).
-    public func knownFailure(_ size: Int, of url: ImageURL) -> VariantError? {
-        let key = Self.key(size, url)
-        guard memory.peek(key) == nil, disk?.record(forKey: key) == nil else { return nil }
-        return state.withLock { $0.waiting[key] == nil ? $0.lastErrors[key] : nil }
-    }
-
-    /// Empties the variants' memory cache (memory pressure); returns the bytes freed.
-    @discardableResult
-    public func purgeMemory() -> Int { memory.purge() }
-
-    /// Waits for the disk writes queued so far (at unmount).
-    public func flushDiskWrites() { diskWrites.sync {} }
-
     // MARK: - Keys and validators
 
-    /// The cache key of a variant: the SHA-256 of its size and the original's URL (without fragment).
-    static func key(_ size: Int, _ url: ImageURL) -> String {
-        SHA256.hex(of: "imgfs-variant/\(size)/\(url.resourceKey)".utf8)
+    /// The cache key of a variant: the SHA-256 of its size and the original's URL (without fragment). Remembered
+    /// (every open asks; a digest costs more than the rest of a cached open), up to ``rememberedKeys`` of them.
+    func key(_ size: Int, _ url: ImageURL) -> String {
+        let id = VariantID(size: size, url: url)
+        if let key = keys.withLock({ $0[id] }) { return key }
+        let key = SHA256.hex(of: "imgfs-variant/\(size)/\(url.resourceKey)".utf8)
+        keys.withLock { keys in
+            if keys.count >= Self.rememberedKeys { keys.removeAll(keepingCapacity: true) }
+            keys[id] = key
+        }
+        return key
     }
+
+    struct VariantID: Hashable {
+        let size: Int
+        let url: ImageURL
+    }
+
+    static let rememberedKeys = 4096
 
     /// What identifies the content of a variant: its size and the original's size, ETag and Last-Modified.
     static func validator(_ size: Int, _ original: ImageMetadata) -> String {
@@ -225,7 +184,9 @@ public final class VariantStore: Sendable {
 
     /// Whether `variant` was made from the original as it is cached now (true when the original is not cached).
     func isCurrent(_ variant: Variant, size: Int, url: ImageURL) -> Bool {
-        guard let original = repository.report(url).metadata else { return true }
+        // The cached original without building a whole report (every open asks); one being fetched otherwise.
+        let cached = repository.tiers.source(url.cacheKey, counting: false)?.metadata
+        guard let original = cached ?? repository.report(url).metadata else { return true }
         return variant.metadata.etag == Self.validator(size, original)
     }
 
