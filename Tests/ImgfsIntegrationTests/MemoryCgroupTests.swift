@@ -93,7 +93,7 @@ struct MemoryCgroupTests {
         return (line?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
     }
 
-    @Test("with --memory-limit 16M and no cgroup, 300 MB of distinct images keep the daemon's RSS within 128 MiB of idle")
+    @Test("with --memory-limit 16M and no cgroup, 300 MB of distinct images keep RSS within 128 MiB of idle")
     func residentSetFollowsTheBudget() throws {
         let image = try Fixtures.largeJPEG()
         let count = (300 << 20) / image.count + 1
