@@ -76,6 +76,47 @@ extension DiskCache {
         try read(key: key, offset: 0, count: Int.max)
     }
 
+    /// The body of `key` open read-only, for the kernel to read by itself; verified as ``read(key:offset:count:)``
+    /// describes (the whole body once per entry after the cache was opened, its size at every open), and marks the
+    /// entry used.
+    /// Never nil (the optional is the ``DiskCaching`` requirement's, for caches that keep no files).
+    /// - Throws: as ``read(key:offset:count:)``.
+    public func openBody(key text: String) throws -> DiskBodyFile? {
+        guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
+        for _ in 0..<3 {
+            let (entry, record) = try loadRecord(key)
+            let path = layout.dataPath(for: key, checksum: entry.checksum)
+            let fd: Int32
+            do {
+                fd = try DiskCacheIO.open(path, O_RDONLY)
+            } catch let error as DiskCacheSystemError where error.isMissing {
+                if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(text) }
+                continue  // replaced or removed meanwhile: look again
+            } catch {
+                throw error.diskCacheError
+            }
+            let file: DiskBodyFile
+            do {
+                file = DiskBodyFile(descriptor: fd, status: try DiskCacheIO.fileStatus(fd, path: path), path: path)
+            } catch {
+                try? DiskCacheIO.close(fd, path: path)
+                throw error.diskCacheError
+            }
+            guard file.size == record.size, try entry.verified || checksumMatches(fd, entry, path: path) else {
+                if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
+                    throw DiskCacheError.corrupt(text)
+                }
+                continue
+            }
+            if !entry.verified {
+                withIndex { $0.modify(key, generation: entry.generation) { $0.verified = true } }
+            }
+            markUsed(key)
+            return file
+        }
+        throw DiskCacheError.notFound(text)
+    }
+
     // MARK: - Records
 
     /// The entry `key` and its record, read from disk and kept in the index if not yet there.
