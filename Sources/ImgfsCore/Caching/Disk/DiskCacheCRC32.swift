@@ -4,13 +4,22 @@
 /// `checksum(of: "123456789")` is 0xCBF43926. The executable may install a faster implementation of the same function
 /// (``install(_:)``: zlib's, which core cannot call itself).
 public enum DiskCacheCRC32 {
+    /// An installed implementation. A class, so that reading it back from the lock hands out the same closure (a
+    /// closure kept in a generic container gains a reabstraction thunk each time it is read and written back).
+    private final class Implementation: Sendable {
+        let update: @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32
+
+        init(_ update: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32) { self.update = update }
+    }
+
     /// A faster implementation, when one was installed.
-    private static let installed = Locked<(@Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32)?>(nil)
+    private static let installed = Locked<Implementation?>(nil)
 
     /// From now on every checksum is computed by `update`, which must extend a CRC-32 (0 for none) with the bytes
     /// given, as ``update(_:with:)`` does.
     public static func install(_ update: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32) {
-        installed.withLock { $0 = update }
+        let implementation = Implementation(update)
+        installed.withLock { $0 = implementation }
     }
 
     // MARK: - Checksums
@@ -29,7 +38,7 @@ public enum DiskCacheCRC32 {
     /// the same value as feeding it at once.
     static func update(_ crc: UInt32, with bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard !bytes.isEmpty else { return crc }
-        if let installed = installed.withLock({ $0 }) { return installed(crc, bytes) }
+        if let installed = installed.withLock({ $0 }) { return installed.update(crc, bytes) }
         return tableUpdate(crc, with: bytes)
     }
 
