@@ -14,7 +14,8 @@ public enum ZlibCRC32 {
         let function = unsafeBitCast(symbol, to: Function.self)
         let update: @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32 = { crc, bytes in
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
-            return UInt32(truncatingIfNeeded: function(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
+            return UInt32(
+                truncatingIfNeeded: function(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
         }
         let check = Array("123456789".utf8).withUnsafeBytes { update(0, $0) }
         return check == 0xCBF4_3926 ? update : nil

@@ -25,7 +25,8 @@ struct DiskPassthroughTests {
         return try #require(names.first { $0.hasSuffix(".data") }.map { "\(cache)/\($0)" })
     }
 
-    @Test("after a remount, a large cached image is read by the kernel from its disk-cache file, also with imgfs stopped")
+    @Test(
+        "after a remount, a large cached image is read by the kernel from its disk-cache file, also with imgfs stopped")
     func readsFromTheDiskFile() throws {
         let cache = CachingIntegrationTests.SharedCache()
         let origin = try TestOrigin()

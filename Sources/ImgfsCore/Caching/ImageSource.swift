@@ -18,10 +18,12 @@ public enum ImageSource: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.download(let download)):
-            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody, nil) })
+            download.whenMetadataKnown(interest: interest) { result in
+                reply(result.map { ($0, download.arrivedBody, nil) })
             }
         case .success(.memory(let image)):
-            reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size), nil)))
+            reply(
+                .success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size), nil)))
         case .success(let source):
             reply(.success((source.metadata!, nil, nil)))
         }
