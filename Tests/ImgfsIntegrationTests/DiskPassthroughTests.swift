@@ -10,13 +10,30 @@ import Testing
 struct DiskPassthroughTests {
     private let helpers = PassthroughTests()
 
-    /// Mounts on `cache`, reads `path(url)` once, waits until its entry is on disk and unmounts.
-    private func cacheOnDisk(_ url: String, _ image: [UInt8], cache: String) throws {
-        let first = try MountedImgfs(cacheDirectory: cache)
-        defer { first.stop() }
-        #expect(PosixFile.read(first.path(url)) == .success(image))
-        #expect(first.waitForStatistics { $0["repository.disk_entries"] == 1 })
-        #expect(first.stop() == 0)
+    /// An image cached on disk: its cache directory, the origin serving it (the test stops it) and its URL.
+    private struct Cached {
+        let cache = CachingIntegrationTests.SharedCache()
+        let origin: TestOrigin
+        let url: String
+    }
+
+    /// Serves `image` as `name` from a new origin, reads it once through a mount on a new cache directory, waits
+    /// until its entry is on disk and unmounts.
+    private func cachedOnDisk(_ image: [UInt8], name: String) throws -> Cached {
+        let origin = try TestOrigin()
+        origin.route("/" + name, .ok(image, contentType: name.hasSuffix(".png") ? "image/png" : "image/jpeg"))
+        let cached = Cached(origin: origin, url: origin.baseURL + "/" + name)
+        do {
+            let first = try MountedImgfs(cacheDirectory: cached.cache.path)
+            defer { first.stop() }
+            #expect(PosixFile.read(first.path(cached.url)) == .success(image))
+            #expect(first.waitForStatistics { $0["repository.disk_entries"] == 1 })
+            #expect(first.stop() == 0)
+        } catch {
+            origin.stop()
+            throw error
+        }
+        return cached
     }
 
     /// The data file of the only entry in `cache`.
@@ -28,14 +45,11 @@ struct DiskPassthroughTests {
     @Test(
         "after a remount, a large cached image is read by the kernel from its disk-cache file, also with imgfs stopped")
     func readsFromTheDiskFile() throws {
-        let cache = CachingIntegrationTests.SharedCache()
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.largeJPEG()
         #expect(image.count > 1 << 20)
-        origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
-        let url = origin.baseURL + "/big.jpg"
-        try cacheOnDisk(url, image, cache: cache.path)
+        let cached = try cachedOnDisk(image, name: "big.jpg")
+        let (cache, origin, url) = (cached.cache, cached.origin, cached.url)
+        defer { origin.stop() }
         let mount = try MountedImgfs(cacheDirectory: cache.path)
         defer { mount.stop() }
         do {  // the files are closed before the unmount
@@ -56,13 +70,10 @@ struct DiskPassthroughTests {
 
     @Test("a flipped byte in a large disk-cache file is found at the first open after a remount and fetched again")
     func corruptDiskFile() throws {
-        let cache = CachingIntegrationTests.SharedCache()
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.largePNG()
-        origin.route("/big.png", .ok(image, contentType: "image/png"))
-        let url = origin.baseURL + "/big.png"
-        try cacheOnDisk(url, image, cache: cache.path)
+        let cached = try cachedOnDisk(image, name: "big.png")
+        let (cache, origin, url) = (cached.cache, cached.origin, cached.url)
+        defer { origin.stop() }
         let data = try dataFile(in: cache.path)
         let handle = try #require(FileHandle(forUpdatingAtPath: data))
         try handle.seek(toOffset: UInt64(image.count / 2))
@@ -81,13 +92,10 @@ struct DiskPassthroughTests {
 
     @Test("a large image open from its disk-cache file reads to its end after its entry was evicted")
     func evictedWhileOpen() throws {
-        let cache = CachingIntegrationTests.SharedCache()
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.largeJPEG()
-        origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
-        let url = origin.baseURL + "/big.jpg"
-        try cacheOnDisk(url, image, cache: cache.path)
+        let cached = try cachedOnDisk(image, name: "big.jpg")
+        let (cache, origin, url) = (cached.cache, cached.origin, cached.url)
+        defer { origin.stop() }
         let mount = try MountedImgfs(cacheDirectory: cache.path)
         defer { mount.stop() }
         do {
@@ -106,13 +114,10 @@ struct DiskPassthroughTests {
 
     @Test("with --no-passthrough, a large image after a remount is read through imgfs from its disk-cache file")
     func withoutPassthrough() throws {
-        let cache = CachingIntegrationTests.SharedCache()
-        let origin = try TestOrigin()
-        defer { origin.stop() }
         let image = try Fixtures.largeJPEG()
-        origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
-        let url = origin.baseURL + "/big.jpg"
-        try cacheOnDisk(url, image, cache: cache.path)
+        let cached = try cachedOnDisk(image, name: "big.jpg")
+        let (cache, origin, url) = (cached.cache, cached.origin, cached.url)
+        defer { origin.stop() }
         let mount = try MountedImgfs(arguments: ["--no-passthrough"], cacheDirectory: cache.path)
         defer { mount.stop() }
         for _ in 0..<2 { #expect(PosixFile.read(mount.path(url)) == .success(image)) }

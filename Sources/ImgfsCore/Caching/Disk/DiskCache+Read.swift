@@ -22,17 +22,7 @@ extension DiskCache {
         }
         guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
         for _ in 0..<3 {
-            let (entry, record) = try loadRecord(key)
-            let path = layout.dataPath(for: key, checksum: entry.checksum)
-            let fd: Int32
-            do {
-                fd = try DiskCacheIO.open(path, O_RDONLY)
-            } catch let error as DiskCacheSystemError where error.isMissing {
-                if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(text) }
-                continue  // replaced or removed meanwhile: look again
-            } catch {
-                throw error.diskCacheError
-            }
+            guard let (fd, entry, record, path) = try openDataFile(key) else { continue }
             defer { try? DiskCacheIO.close(fd, path: path) }
             let start = min(offset, record.size)
             let length = min(count, record.size - start)
@@ -84,17 +74,7 @@ extension DiskCache {
     public func openBody(key text: String) throws -> DiskBodyFile? {
         guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
         for _ in 0..<3 {
-            let (entry, record) = try loadRecord(key)
-            let path = layout.dataPath(for: key, checksum: entry.checksum)
-            let fd: Int32
-            do {
-                fd = try DiskCacheIO.open(path, O_RDONLY)
-            } catch let error as DiskCacheSystemError where error.isMissing {
-                if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(text) }
-                continue  // replaced or removed meanwhile: look again
-            } catch {
-                throw error.diskCacheError
-            }
+            guard let (fd, entry, record, path) = try openDataFile(key) else { continue }
             let file: DiskBodyFile
             do {
                 file = DiskBodyFile(descriptor: fd, status: try DiskCacheIO.fileStatus(fd, path: path), path: path)
@@ -115,6 +95,25 @@ extension DiskCache {
             return file
         }
         throw DiskCacheError.notFound(text)
+    }
+
+    /// The entry `key`, its record and its data file opened read-only (the caller closes it); nil when the file
+    /// vanished because the entry was replaced or removed meanwhile (look again).
+    /// - Throws: as ``loadRecord(_:)``; ``DiskCacheError/corrupt(_:)`` when the entry is still there without its body
+    ///   (it is then removed).
+    private func openDataFile(
+        _ key: DiskCacheKey
+    ) throws -> (fd: Int32, entry: DiskCacheEntry, record: CacheRecord, path: String)? {
+        let (entry, record) = try loadRecord(key)
+        let path = layout.dataPath(for: key, checksum: entry.checksum)
+        do {
+            return (try DiskCacheIO.open(path, O_RDONLY), entry, record, path)
+        } catch let error as DiskCacheSystemError where error.isMissing {
+            if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(key.description) }
+            return nil
+        } catch {
+            throw error.diskCacheError
+        }
     }
 
     // MARK: - Records
