@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import ImgfsTestSupport
+import Synchronization
 import Testing
 
 /// Large images served after a remount by the kernel itself from their disk-cache files (FUSE passthrough), each
@@ -109,6 +110,46 @@ struct DiskPassthroughTests {
                 "the open file still reads its image, from the removed file, without the daemon")
         }
         #expect(origin.totalRequests == 1, "nothing fetched again for the open file")
+        #expect(mount.stop() == 0)
+    }
+
+    @Test("a file open from its disk-cache file keeps its image when a refresh replaces the entry with other bytes")
+    func replacedWhileOpen() throws {
+        let first = try Fixtures.largeJPEG()
+        var changed = first
+        changed[changed.count / 2] ^= 0x55
+        let second = changed
+        let version = Mutex(1)
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        origin.route(prefix: "/changing.jpg") { _ in
+            let current = version.withLock { $0 }
+            var response = OriginResponse.ok(current == 1 ? first : second, contentType: "image/jpeg")
+            response.headers.append(("ETag", "\"v\(current)\""))
+            return response
+        }
+        let url = origin.baseURL + "/changing.jpg"
+        let cache = CachingIntegrationTests.SharedCache()
+        do {
+            let mount = try MountedImgfs(arguments: ["--expire", "1h"], cacheDirectory: cache.path)
+            defer { mount.stop() }
+            #expect(PosixFile.read(mount.path(url)) == .success(first))
+            #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 })
+        }
+        let mount = try MountedImgfs(arguments: ["--expire", "1s"], cacheDirectory: cache.path)
+        defer { mount.stop() }
+        do {
+            let old = try PassthroughTests.OpenFile(mount.path(url))  // passthrough to the disk file (fresh enough)
+            version.withLock { $0 = 2 }
+            Poll.elapse(1.3)  // past the 1 s expiry
+            let new = try PassthroughTests.OpenFile(mount.path(url))  // revalidated: other bytes replace the entry
+            #expect(helpers.digest(new.readAll()) == helpers.digest(.success(second)), "the new bytes")
+            #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 && $0["repository.in_flight"] == 0 })
+            #expect(
+                helpers.digest(helpers.readWhileStopped(old, mount)) == helpers.digest(.success(first)),
+                "the open file's own image, whole, from the replaced file, without the daemon")
+        }
+        #expect(origin.totalRequests == 2)
         #expect(mount.stop() == 0)
     }
 
