@@ -46,16 +46,11 @@ extension DiskCache {
                 let fileSize = Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)
                 intact = fileSize == record.size && DiskCacheCRC32.checksum(bytes) == record.checksum
             }
-            if !intact {
-                if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
-                    throw DiskCacheError.corrupt(text)
-                }
+            guard intact else {
+                try discardDamaged(entry)
                 continue
             }
-            if !entry.verified {
-                withIndex { $0.modify(key, generation: entry.generation) { $0.verified = true } }
-            }
-            markUsed(key)
+            accepted(entry)
             return bytes
         }
         throw DiskCacheError.notFound(text)
@@ -83,15 +78,10 @@ extension DiskCache {
                 throw error.diskCacheError
             }
             guard file.size == record.size, try entry.verified || checksumMatches(fd, entry, path: path) else {
-                if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
-                    throw DiskCacheError.corrupt(text)
-                }
+                try discardDamaged(entry)
                 continue
             }
-            if !entry.verified {
-                withIndex { $0.modify(key, generation: entry.generation) { $0.verified = true } }
-            }
-            markUsed(key)
+            accepted(entry)
             return file
         }
         throw DiskCacheError.notFound(text)
@@ -114,6 +104,22 @@ extension DiskCache {
         } catch {
             throw error.diskCacheError
         }
+    }
+
+    /// Drops `entry`, whose body is truncated or does not match its checksum.
+    /// - Throws: ``DiskCacheError/corrupt(_:)`` when it was still the entry in the index (else: look again).
+    private func discardDamaged(_ entry: DiskCacheEntry) throws {
+        if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
+            throw DiskCacheError.corrupt(entry.key.description)
+        }
+    }
+
+    /// `entry`'s body was found intact: remembered as verified (until the cache is opened again) and marked used.
+    private func accepted(_ entry: DiskCacheEntry) {
+        if !entry.verified {
+            withIndex { $0.modify(entry.key, generation: entry.generation) { $0.verified = true } }
+        }
+        markUsed(entry.key)
     }
 
     // MARK: - Records
