@@ -1,10 +1,13 @@
 import ArgumentParser
+import ImgfsCore
+import ImgfsSystem
 
 /// The `imgfs` command: mounts the filesystem and helps to name files in it.
 @main
 struct Imgfs: ParsableCommand {
     /// Parses the command line after turning imgfs options given in `-o` fstab form into ordinary options.
     static func main() {
+        if let update = ZlibCRC32.update { DiskCacheCRC32.install(update) }
         main(FstabOptions.rewrite(Array(CommandLine.arguments.dropFirst())))
     }
 

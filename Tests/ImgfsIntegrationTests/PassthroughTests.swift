@@ -39,7 +39,7 @@ struct PassthroughTests {
 
     /// Reads `file` whole while the daemon is stopped: nil when that did not finish within 10 s (the read waited for
     /// imgfs); the daemon always runs again afterwards.
-    private func readWhileStopped(_ file: OpenFile, _ mount: MountedImgfs) -> Result<[UInt8], Errno>? {
+    func readWhileStopped(_ file: OpenFile, _ mount: MountedImgfs) -> Result<[UInt8], Errno>? {
         let result = Mutex<Result<[UInt8], Errno>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // The closure holds the descriptor, not the file: a block that libdispatch releases late would otherwise keep
@@ -73,7 +73,7 @@ struct PassthroughTests {
     }
 
     /// A read's result by SHA-256 (so that a failure does not print megabytes).
-    private func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
+    func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
         result.map { $0.map(Fixtures.sha256) }
     }
 

@@ -81,6 +81,35 @@ public final class CacheTiers: Sendable {
         }
     }
 
+    /// What opening a disk entry's file gave.
+    enum FileOpening {
+        /// The verified file, for the kernel to read by itself.
+        case opened(KernelReadableBody)
+        /// The entry was unusable (corrupt, gone): it is dropped from every tier, and the log says why.
+        case dropped
+        /// No file to hand out (a cache without files, or a transient error): reads go through the daemon.
+        case unavailable
+    }
+
+    /// The body file of the disk entry `record` of `url`, verified (its whole body once per entry and start), without
+    /// moving the body into memory.
+    func openDiskFile(_ record: CacheRecord, of url: ImageURL) -> FileOpening {
+        do {
+            guard let file = try disk?.openBody(key: record.key), let body = KernelReadableBody(file, size: record.size)
+            else { return .unavailable }
+            return .opened(body)
+        } catch DiskCacheError.corrupt, DiskCacheError.notFound {
+            logger.warning("disk cache entry unusable; fetching again", metadata: ["url": "\(url.withoutFragment)"])
+            remove(record.key)
+            return .dropped
+        } catch {
+            logger.warning(
+                "cannot open a disk cache entry (\(error)); reading it through imgfs",
+                metadata: ["url": "\(url.withoutFragment)"])
+            return .unavailable
+        }
+    }
+
     private func readEntry(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) throws -> ImageSlice {
         guard let disk else { throw DiskCacheError.notFound(record.key) }
         disk.touch(key: record.key)

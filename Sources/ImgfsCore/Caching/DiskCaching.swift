@@ -13,6 +13,8 @@ public protocol DiskCaching: Sendable {
     func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord
     func read(key: String, offset: Int, count: Int) throws -> [UInt8]
     func readAll(key: String) throws -> [UInt8]
+    /// The body of `key` open read-only and verified as `read` verifies; nil when the implementation keeps no files.
+    func openBody(key: String) throws -> DiskBodyFile?
     func update(_ record: CacheRecord) throws
     func touch(key: String)
     func remove(key: String)
@@ -32,6 +34,9 @@ extension DiskCaching {
     public func sweep(now: Date, removeExpiredBefore: Date) -> (removedEntries: Int, removedBytes: Int) {
         sweep(now: now, removeExpiredBefore: removeExpiredBefore, keeping: { _ in false })
     }
+
+    /// No file to hand out (caches that keep no bodies in files).
+    public func openBody(key: String) throws -> DiskBodyFile? { nil }
 
     /// ``store(_:body:pace:)`` without pauses.
     @discardableResult

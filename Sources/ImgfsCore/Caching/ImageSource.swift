@@ -7,7 +7,10 @@ public enum ImageSource: Sendable {
     case disk(CacheRecord)
     case download(Download)
 
-    public typealias FoundReply = @Sendable (Result<(metadata: ImageMetadata, body: ImageSlice?), FetchError>) -> Void
+    /// The metadata, the whole body when it is in memory, and the file of a disk entry when one was opened for the
+    /// kernel (``ImageRepository/opening(_:interest:fileAbove:reply:)``).
+    public typealias Found = (metadata: ImageMetadata, body: ImageSlice?, file: KernelReadableBody?)
+    public typealias FoundReply = @Sendable (Result<Found, FetchError>) -> Void
 
     /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
     static func answer(_ result: Result<ImageSource, FetchError>, interest: Interest?, reply: @escaping FoundReply) {
@@ -15,12 +18,14 @@ public enum ImageSource: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.download(let download)):
-            download.whenMetadataKnown(interest: interest) { result in reply(result.map { ($0, download.arrivedBody) })
+            download.whenMetadataKnown(interest: interest) { result in
+                reply(result.map { ($0, download.arrivedBody, nil) })
             }
         case .success(.memory(let image)):
-            reply(.success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size))))
+            reply(
+                .success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size), nil)))
         case .success(let source):
-            reply(.success((source.metadata!, nil)))
+            reply(.success((source.metadata!, nil, nil)))
         }
     }
 

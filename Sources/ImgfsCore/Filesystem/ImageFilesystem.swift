@@ -32,7 +32,7 @@ public final class ImageFilesystem: Sendable {
         /// after storing it the adapter asks ``ImageFilesystem/preloadIsCurrent(_:generation:)``.
         public var preload: (bytes: ImageSlice, generation: UInt64)? = nil
         /// The whole image as a file the kernel may read by itself, when it is larger than ``preloadLimit`` and all
-        /// of it is in file-backed memory (``BodyMemory``).
+        /// of it is in file-backed memory (``BodyMemory``) or it was found in the disk cache (its data file).
         public var kernelReadable: KernelReadableBody? = nil
 
         public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
@@ -189,7 +189,7 @@ public final class ImageFilesystem: Sendable {
                     url, cached: cachedSize != nil,
                     size: cachedSize ?? repository.report(url).metadata?.size)
             }
-            repository.metadataAndBody(url, refresh: true, interest: interest) { [self] result in
+            repository.opening(url, interest: interest, fileAbove: Self.preloadLimit) { [self] result in
                 switch result {
                 case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
                 case .failure(let error):
@@ -200,7 +200,8 @@ public final class ImageFilesystem: Sendable {
                         let size = found.metadata.size
                         return OpenFile(
                             handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
-                            kernelReadable: size > Self.preloadLimit ? KernelReadableBody(found.body, size: size) : nil)
+                            kernelReadable: size > Self.preloadLimit
+                                ? found.file ?? KernelReadableBody(found.body, size: size) : nil)
                     }.mapError { $0.filesystemError })
             }
         case .generated(let file):

@@ -22,17 +22,7 @@ extension DiskCache {
         }
         guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
         for _ in 0..<3 {
-            let (entry, record) = try loadRecord(key)
-            let path = layout.dataPath(for: key, checksum: entry.checksum)
-            let fd: Int32
-            do {
-                fd = try DiskCacheIO.open(path, O_RDONLY)
-            } catch let error as DiskCacheSystemError where error.isMissing {
-                if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(text) }
-                continue  // replaced or removed meanwhile: look again
-            } catch {
-                throw error.diskCacheError
-            }
+            guard let (fd, entry, record, path) = try openDataFile(key) else { continue }
             defer { try? DiskCacheIO.close(fd, path: path) }
             let start = min(offset, record.size)
             let length = min(count, record.size - start)
@@ -56,16 +46,11 @@ extension DiskCache {
                 let fileSize = Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)
                 intact = fileSize == record.size && DiskCacheCRC32.checksum(bytes) == record.checksum
             }
-            if !intact {
-                if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
-                    throw DiskCacheError.corrupt(text)
-                }
+            guard intact else {
+                try discardDamaged(entry)
                 continue
             }
-            if !entry.verified {
-                withIndex { $0.modify(key, generation: entry.generation) { $0.verified = true } }
-            }
-            markUsed(key)
+            accepted(entry)
             return bytes
         }
         throw DiskCacheError.notFound(text)
@@ -74,6 +59,67 @@ extension DiskCache {
     /// The whole body of `key` (verified as ``read(key:offset:count:)`` describes), and marks the entry used.
     public func readAll(key: String) throws -> [UInt8] {
         try read(key: key, offset: 0, count: Int.max)
+    }
+
+    /// The body of `key` open read-only, for the kernel to read by itself; verified as ``read(key:offset:count:)``
+    /// describes (the whole body once per entry after the cache was opened, its size at every open), and marks the
+    /// entry used.
+    /// Never nil (the optional is the ``DiskCaching`` requirement's, for caches that keep no files).
+    /// - Throws: as ``read(key:offset:count:)``.
+    public func openBody(key text: String) throws -> DiskBodyFile? {
+        guard let key = DiskCacheKey(text) else { throw DiskCacheError.notFound(text) }
+        for _ in 0..<3 {
+            guard let (fd, entry, record, path) = try openDataFile(key) else { continue }
+            let file: DiskBodyFile
+            do {
+                file = DiskBodyFile(descriptor: fd, status: try DiskCacheIO.fileStatus(fd, path: path), path: path)
+            } catch {
+                try? DiskCacheIO.close(fd, path: path)
+                throw error.diskCacheError
+            }
+            guard file.size == record.size, try entry.verified || checksumMatches(fd, entry, path: path) else {
+                try discardDamaged(entry)
+                continue
+            }
+            accepted(entry)
+            return file
+        }
+        throw DiskCacheError.notFound(text)
+    }
+
+    /// The entry `key`, its record and its data file opened read-only (the caller closes it); nil when the file
+    /// vanished because the entry was replaced or removed meanwhile (look again).
+    /// - Throws: as ``loadRecord(_:)``; ``DiskCacheError/corrupt(_:)`` when the entry is still there without its body
+    ///   (it is then removed).
+    private func openDataFile(
+        _ key: DiskCacheKey
+    ) throws -> (fd: Int32, entry: DiskCacheEntry, record: CacheRecord, path: String)? {
+        let (entry, record) = try loadRecord(key)
+        let path = layout.dataPath(for: key, checksum: entry.checksum)
+        do {
+            return (try DiskCacheIO.open(path, O_RDONLY), entry, record, path)
+        } catch let error as DiskCacheSystemError where error.isMissing {
+            if discardCorrupt(entry, reason: "its body is missing") { throw DiskCacheError.corrupt(key.description) }
+            return nil
+        } catch {
+            throw error.diskCacheError
+        }
+    }
+
+    /// Drops `entry`, whose body is truncated or does not match its checksum.
+    /// - Throws: ``DiskCacheError/corrupt(_:)`` when it was still the entry in the index (else: look again).
+    private func discardDamaged(_ entry: DiskCacheEntry) throws {
+        if discardCorrupt(entry, reason: "its body is truncated or does not match its checksum") {
+            throw DiskCacheError.corrupt(entry.key.description)
+        }
+    }
+
+    /// `entry`'s body was found intact: remembered as verified (until the cache is opened again) and marked used.
+    private func accepted(_ entry: DiskCacheEntry) {
+        if !entry.verified {
+            withIndex { $0.modify(entry.key, generation: entry.generation) { $0.verified = true } }
+        }
+        markUsed(entry.key)
     }
 
     // MARK: - Records

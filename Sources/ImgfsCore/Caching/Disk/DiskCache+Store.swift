@@ -34,25 +34,29 @@ extension DiskCache {
         guard let key = DiskCacheKey(record.key) else { throw DiskCacheError.invalidKey(record.key) }
         var stored = record
         stored.size = body.count
-        stored.checksum = 0
-        for step in steps(of: body) {
-            pace()
-            stored.checksum = DiskCacheCRC32.update(stored.checksum, with: step)
-        }
         stored.lastAccess = options.now()
-        let meta = try Self.encode(stored)
         guard body.count <= sizeLimit else {
+            stored.checksum = DiskCacheCRC32.checksum(body)
             logger.debug("disk cache: \(body.count) bytes exceed the limit of \(sizeLimit); not kept")
             withWriteLock { _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? []) }
             return stored
         }
-        let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
         let bodyFile: String
         do {
             try _prepareSubdirectory(for: key)
-            bodyFile = try _writeTemporaryFile(for: key, finalPath: dataPath, bytes: body, pace: pace)
+            // One pass over the body: each piece is checksummed and written while it is in the processor's cache.
+            (bodyFile, stored.checksum) = try _writeTemporaryFile(
+                for: key, finalPath: layout.dataPath(for: key, checksum: 0), bytes: body, pace: pace)
         } catch let failure as DiskCacheCommitFailure {
             throw failure.error
+        }
+        let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
+        let meta: [UInt8]
+        do {
+            meta = try Self.encode(stored)
+        } catch {
+            _removeFile(bodyFile)
+            throw error
         }
         try withWriteLock {
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
@@ -145,31 +149,34 @@ extension DiskCache {
     /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it to `path` and syncs the directory.
     /// - Throws: ``DiskCacheCommitFailure``; the temporary file is removed whenever the rename did not happen.
     func _replaceFile(at path: String, key: DiskCacheKey, with bytes: UnsafeRawBufferPointer) throws {
-        let temporary = try _writeTemporaryFile(for: key, finalPath: path, bytes: bytes, pace: {})
+        let temporary = try _writeTemporaryFile(for: key, finalPath: path, bytes: bytes, pace: {}).path
         try _commitTemporaryFile(temporary, to: path, key: key)
     }
 
     /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it; `pace` before each step of the
-    /// write and before the sync. Returns the file's path. Needs no lock: the name is new. (`finalPath` is where it
-    /// is going, for the write fault.)
+    /// write and before the sync. Returns the file's path and the CRC-32 of `bytes`, computed piece by piece just
+    /// before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is going, for the write
+    /// fault; a body's checksum is not known yet there.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
     private func _writeTemporaryFile(
-        for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer,
-        pace: () -> Void
-    ) throws -> String {
+        for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer, pace: () -> Void
+    ) throws -> (path: String, checksum: UInt32) {
         let temporary = layout.temporaryPath(for: key)
+        var checksum: UInt32 = 0
         do {
             let fd = try DiskCacheIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             do {
-                if let code = options.writeFault?(finalPath) {
-                    try DiskCacheIO.writeAll(
-                        fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)),
-                        path: temporary)
-                    throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
-                }
                 for step in steps(of: bytes) {
                     pace()
-                    try DiskCacheIO.writeAll(fd, step, path: temporary)
+                    if let code = options.writeFault?(finalPath) {
+                        try DiskCacheIO.writeAll(
+                            fd, UnsafeRawBufferPointer(rebasing: step.prefix(step.count / 2)), path: temporary)
+                        throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
+                    }
+                    for piece in Self.cacheSized(step) {
+                        checksum = DiskCacheCRC32.update(checksum, with: piece)
+                        try DiskCacheIO.writeAll(fd, piece, path: temporary)
+                    }
                 }
                 if options.durable {
                     pace()
@@ -184,7 +191,7 @@ extension DiskCache {
             _removeFile(temporary)
             throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
         }
-        return temporary
+        return (temporary, checksum)
     }
 
     /// Renames the synced `temporary` file to `path` and syncs the directory.
@@ -209,6 +216,14 @@ extension DiskCache {
         let step = max(1, options.paceStep)
         return stride(from: 0, to: bytes.count, by: step).map {
             UnsafeRawBufferPointer(rebasing: bytes[$0..<min(bytes.count, $0 + step)])
+        }
+    }
+
+    /// `bytes` in pieces of at most 128 KiB, which stay in the processor's cache between their checksum and their
+    /// write.
+    private static func cacheSized(_ bytes: UnsafeRawBufferPointer) -> [UnsafeRawBufferPointer] {
+        stride(from: 0, to: bytes.count, by: 1 << 17).map {
+            UnsafeRawBufferPointer(rebasing: bytes[$0..<min(bytes.count, $0 + (1 << 17))])
         }
     }
 

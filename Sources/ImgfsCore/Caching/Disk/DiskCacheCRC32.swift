@@ -1,8 +1,27 @@
 /// CRC-32 as in zlib, PNG and Ethernet (reflected polynomial 0xEDB88320), computed eight bytes at a time with
 /// slicing-by-8 tables so that checking a multi-megabyte body costs little in release builds.
 ///
-/// `checksum(of: "123456789")` is 0xCBF43926.
-enum DiskCacheCRC32 {
+/// `checksum(of: "123456789")` is 0xCBF43926. The executable may install a faster implementation of the same function
+/// (``install(_:)``: zlib's, which core cannot call itself).
+public enum DiskCacheCRC32 {
+    /// An installed implementation. A class, so that reading it back from the lock hands out the same closure (a
+    /// closure kept in a generic container gains a reabstraction thunk each time it is read and written back).
+    private final class Implementation: Sendable {
+        let update: @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32
+
+        init(_ update: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32) { self.update = update }
+    }
+
+    /// A faster implementation, when one was installed.
+    private static let installed = Locked<Implementation?>(nil)
+
+    /// From now on every checksum is computed by `update`, which must extend a CRC-32 (0 for none) with the bytes
+    /// given, as ``update(_:with:)`` does.
+    public static func install(_ update: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> UInt32) {
+        let implementation = Implementation(update)
+        installed.withLock { $0 = implementation }
+    }
+
     // MARK: - Checksums
 
     /// The CRC-32 of `bytes`.
@@ -18,6 +37,13 @@ enum DiskCacheCRC32 {
     /// Extends `crc`, the CRC-32 of earlier bytes (0 for none), with `bytes`: feeding a body piece by piece gives
     /// the same value as feeding it at once.
     static func update(_ crc: UInt32, with bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard !bytes.isEmpty else { return crc }
+        if let installed = installed.withLock({ $0 }) { return installed.update(crc, bytes) }
+        return tableUpdate(crc, with: bytes)
+    }
+
+    /// ``update(_:with:)`` with the tables here.
+    static func tableUpdate(_ crc: UInt32, with bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard var pointer = bytes.baseAddress, !bytes.isEmpty else { return crc }
         var remaining = bytes.count
         var value = ~crc
