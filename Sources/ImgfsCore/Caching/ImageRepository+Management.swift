@@ -38,11 +38,6 @@ extension ImageRepository {
     /// fetches.
     public func lastError(forKey key: String) -> FetchError? { state.withLock { $0.failures.lastError(key) } }
 
-    /// The Content-Type of the image cached under `key` (any tier), without fetching or counting a hit.
-    public func cachedContentType(forKey key: String) -> String? {
-        tiers.source(key, counting: false)?.metadata?.contentType
-    }
-
     /// What is known about `url` now, without fetching anything (for extended attributes).
     public func report(_ url: ImageURL) -> ImageReport {
         let key = url.cacheKey

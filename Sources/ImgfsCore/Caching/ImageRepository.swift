@@ -2,9 +2,10 @@ import Foundation
 import Logging
 
 /// Where image bytes come from: the memory cache, the disk cache or the network, in that order, with one transfer
-/// per URL however many callers ask. It orchestrates parts that each do one job: ``CacheTiers``, ``InFlightTable``,
-/// ``RememberedFailures``, ``Freshness``, ``DiskWriteScheduler``, ``AbandonedTransfers``; `+Completion` (filing a
-/// finished transfer or a 304) and `+Management` hold the rest.
+/// per URL however many callers ask. It orchestrates parts that each do one job: ``SourceResolver`` (where a URL is
+/// served from), ``CacheTiers``, ``InFlightTable``, ``RememberedFailures``, ``Freshness``, ``DiskWriteScheduler``,
+/// ``AbandonedTransfers``; `+Completion` (filing a finished transfer or a 304), `+Opening` (an open's disk file or
+/// body) and `+Management` hold the rest.
 ///
 /// Guarantees:
 /// - While a transfer of a URL (without fragment) is under way, every caller joins it; no second transfer starts.
@@ -41,6 +42,8 @@ public final class ImageRepository: Sendable {
     /// Transfers called off in the last second (their restart is held back briefly).
     let abandoned = AbandonedTransfers()
     let contentChanges = ContentChangeAnnouncer()
+    /// Where each URL is served from (under `state`'s lock).
+    let resolver: SourceResolver
 
     public init(
         fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
@@ -59,6 +62,9 @@ public final class ImageRepository: Sendable {
         self.logger = logger
         self.now = now
         self.freshness = Freshness(expiry: configuration.expiry, minimumFreshness: configuration.minimumFreshness)
+        self.resolver = SourceResolver(
+            configuration: configuration, state: state, tiers: tiers, freshness: freshness, abandoned: abandoned,
+            now: now, logger: logger)
     }
 
     /// Called (``ContentChangeAnnouncer``) when a cached image is replaced by a new body or is gone (404, 410).
@@ -134,17 +140,7 @@ public final class ImageRepository: Sendable {
 
     // MARK: - Resolution
 
-    /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
-    enum Resolution {
-        case ready(Result<ImageSource, FetchError>)
-        case revalidating(Download, fallback: ImageSource)
-    }
-
-    private enum Step {
-        case answer(Resolution)
-        case refuse(String)
-        case start(Download, FetchRequest, fallback: ImageSource?)
-    }
+    typealias Resolution = SourceResolver.Resolution
 
     /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
     /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
@@ -156,99 +152,20 @@ public final class ImageRepository: Sendable {
         }
     }
 
-    /// The decision of ``resolve(_:refresh:reply:)``, without waiting for anything.
+    /// The decision of ``resolve(_:refresh:reply:)`` (``SourceResolver``), without waiting for anything; a transfer it
+    /// files in flight is started here, outside the lock.
     func resolveNow(
         _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
         priority: FetchPriority = .waited
     ) -> Resolution {
         diskWrites.noteRequest()
-        let priority = max(priority, url.requestedPriority), key = url.cacheKey
-        if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
-            return .ready(.failure(refused(key, url, refusal)))
-        }
-        // Looked up before taking the lock: a disk record may need a read of its metadata file.
-        let cachedBefore = state.withLock { $0.inFlight[key] } == nil ? tiers.source(key, counting: true) : nil
-        let step = state.withLock { state -> Step in
-            if let flight = state.inFlight[key] {
-                state.counters.joined += 1
-                if state.inFlight.promote(key, to: priority) { flight.download.promote(to: priority) }
-                if let fallback = flight.fallback { return .answer(.revalidating(flight.download, fallback: fallback)) }
-                return .answer(.ready(.success(.download(flight.download))))
-            }
-            let failure = state.failures.recent(key, now: now(), memory: configuration.failureMemory)
-            // A transfer may have finished (and filed its bytes) since the look-up above: look again before starting
-            // another. Only this rare path reads under the lock.
-            if let cached = cachedBefore ?? tiers.source(key, counting: false) {
-                if let refusal = configuration.addressPolicy.refusal(cachedFrom: cached.remoteAddress) {
-                    return .refuse(refusal)
-                }
-                return _decide(url, cached: cached, refresh: refresh, failure: failure, interest: interest, &state)
-            }
-            if let failure { return .answer(.ready(.failure(failure))) }
-            if configuration.policy == .cacheOnly && configuration.sharedTier == nil {
-                return .answer(.ready(.failure(.notCached)))
-            }
-            if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
-            return _start(url, &state, request: FetchRequest(url: url, priority: priority), fallback: nil)
-        }
-        switch step {
+        switch resolver.step(url, refresh: refresh, interest: interest, priority: priority) {
         case .answer(let resolution):
             return resolution
-        case .refuse(let refusal):
-            return .ready(.failure(refused(key, url, refusal)))
         case .start(let download, let request, let fallback):
             start(download, request, fallback: fallback)
             return fallback.map { .revalidating(download, fallback: $0) } ?? .ready(.success(.download(download)))
         }
-    }
-
-    /// A URL the address policy refuses: remembered as its last error (for `imgfs why`), logged, not fetched.
-    func refused(_ key: String, _ url: ImageURL, _ refusal: String) -> FetchError {
-        let error = FetchError.refused(refusal)
-        if state.withLock({ $0.failures.setLastError(error, forKey: key) }) {
-            logger.warning(
-                "refused: \(refusal); neither fetched nor served from the cache",
-                metadata: ["url": "\(url)"])
-        }
-        return error
-    }
-
-    /// A cached copy exists: serve it, or revalidate (or reload) it.
-    private func _decide(
-        _ url: ImageURL, cached: ImageSource, refresh: Bool, failure: FetchError?, interest: Interest?,
-        _ state: inout RepositoryState
-    ) -> Step {
-        let key = url.cacheKey
-        let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
-        let fresh = !refresh || configuration.policy == .cacheOnly || freshness.isFresh(cached, of: url, now: now())
-        if !reload && fresh {
-            return .answer(.ready(.success(cached)))
-        }
-        if !reload, let failure {
-            state.counters.staleServed += 1
-            logger.debug(
-                "serving an expired copy: the last attempt failed (\(failure))",
-                metadata: ["url": "\(url.withoutFragment)"])
-            return .answer(.ready(.success(cached)))
-        }
-        if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
-        state.counters.revalidations += reload ? 0 : 1
-        let request = reload ? FetchRequest(url: url) : cached.validators(for: url)
-        return _start(url, &state, request: request, fallback: cached)
-    }
-
-    private func _start(
-        _ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
-        fallback: ImageSource?
-    ) -> Step {
-        var request = request
-        if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
-        let download = Download(
-            url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
-        state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
-        state.fetchedThisSession.insert(url.cacheKey)
-        state.counters.transfers += 1
-        return .start(download, request, fallback: fallback)
     }
 
     /// Starts a transfer filed in flight, outside the lock.

@@ -44,7 +44,9 @@ extension ImageFilesystem {
         }
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
             let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
-            guard let type = repository.cachedContentType(forKey: key) else { return .failure(.noAttribute) }
+            guard let type = repository.tiers.source(key, counting: false)?.metadata?.contentType else {
+                return .failure(.noAttribute)
+            }
             return .success(Array(type.utf8))
         }
         return extendedAttributes(inode).flatMap { attributes in
