@@ -7,6 +7,8 @@
 - Pillow: Image.draft() (JPEG shrink-on-load) + thumbnail() + save, from tmpfs, on one thread per core.
 - warm reread: the variants (small files) read again through the mount by SMALL_READERS readers, each pass the list
   REREAD_ROUNDS times over, against the vipsthumbnail outputs read the same way from tmpfs.
+- floor of the warm reread: the same reread over as many cached icons through img/, against the icons on tmpfs (the
+  round trips of an open and a release of a small cached file in this access pattern, variants or not).
 - the imgfs daemon's peak RSS (VmHWM).
 Ratios are paired: the median (min–max) of each repetition's own ratio.
 """
@@ -83,11 +85,15 @@ def run_thumbnails(bench, imgfs):
     rels = bench.large
     sources = [os.path.join(bench.corpus, r) for r in rels]
     threads = os.cpu_count() or 1
-    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm")}
+    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm", "icons-warm", "icons-tmpfs")}
     mount = imgfs.mount(bench.origin.url)
     try:
         originals = [mount.path(r) for r in rels]
         read_whole(originals, LARGE_READERS)  # the originals, cached
+        icon_rels = bench.small[:len(rels)]
+        icons = [mount.path(r) for r in icon_rels]
+        icons_tmpfs = [os.path.join(bench.corpus, r) for r in icon_rels]
+        read_whole(icons, SMALL_READERS)  # as many small images, cached, for the floor of the warm reread
         base = os.path.join(mount.mountpoint, "thumb", str(SIZE))
         thumbs = [os.path.join(base, os.path.basename(p)) for p in originals]
         for rep in range(bench.reps):
@@ -105,14 +111,14 @@ def run_thumbnails(bench, imgfs):
             pillow_out = os.path.join(bench.scratch, f"pillow-{rep}")
             os.makedirs(pillow_out)
             values["pillow"].append(len(sources) / pillow_thumbnails(sources, pillow_out, threads))
-            passes_imgfs, passes_tmpfs = [], []
+            passes = {key: [] for key in ("imgfs-warm", "tmpfs-warm", "icons-warm", "icons-tmpfs")}
             for _ in range(WARM_PASSES):
-                many = thumbs * REREAD_ROUNDS
-                passes_imgfs.append(len(many) / read_whole(many, SMALL_READERS)[0])
-                many = made * REREAD_ROUNDS
-                passes_tmpfs.append(len(many) / read_whole(many, SMALL_READERS)[0])
-            values["imgfs-warm"].append(statistics.median(passes_imgfs))
-            values["tmpfs-warm"].append(statistics.median(passes_tmpfs))
+                for key, paths in (("imgfs-warm", thumbs), ("tmpfs-warm", made), ("icons-warm", icons),
+                                   ("icons-tmpfs", icons_tmpfs)):
+                    many = paths * REREAD_ROUNDS
+                    passes[key].append(len(many) / read_whole(many, SMALL_READERS)[0])
+            for key, rates in passes.items():
+                values[key].append(statistics.median(rates))
             shutil.rmtree(out)
             shutil.rmtree(pillow_out)
             log(f"thumbnails rep {rep + 1}: imgfs {values['imgfs'][-1]:.1f}/s, vipsthumbnail {values['vips'][-1]:.1f}/s,"
@@ -149,6 +155,9 @@ def table(bench, values, peak, count, threads):
         f"| warm reread of the variants through the mount, {SMALL_READERS} readers | {cell('imgfs-warm')} "
         f"| {ratio('imgfs-warm', 'tmpfs-warm')} tmpfs | ≥ 0.5× |",
         f"| warm reread of vipsthumbnail's files on tmpfs | {cell('tmpfs-warm')} | 1.00× | |",
+        f"| floor: the same reread of {count} cached icons through img/ | {cell('icons-warm')} "
+        f"| {ratio('icons-warm', 'icons-tmpfs')} tmpfs | |",
+        f"| the same icons on tmpfs | {cell('icons-tmpfs')} | 1.00× | |",
         f"| imgfs peak RSS (VmHWM) | {peak:.0f} MiB | | |",
     ]
     return "\n".join(rows)
