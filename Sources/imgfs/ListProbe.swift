@@ -10,30 +10,36 @@ struct ListProbe {
     let mountPoint: String
     let concurrency: Int
 
-    /// The extensions of the URLs whose type the mount has cached, asked of `.imgfs/` without a fetch.
+    /// The extensions of the URLs whose type the mount has cached, asked of `.imgfs/` without a fetch (`concurrency`
+    /// at once, no progress line: nothing waits for the network).
     func knownExtensions(for urls: [ImageURL]) -> [ImageURL: String] {
-        var known: [ImageURL: String] = [:]
-        for url in urls {
-            let name = ImageFilesystem.contentTypeByKeyPrefix + url.cacheKey
-            if let type = MountControl.get(name, on: "\(mountPoint)/.imgfs").flatMap(ImageExtension.forContentType) {
-                known[url] = type
-            }
+        concurrently(urls, progress: nil) { url in
+            MountControl.get(ImageFilesystem.contentTypeByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
+                .flatMap(ImageExtension.forContentType)
         }
-        return known
     }
 
+    /// The extensions the probe finds, with a progress line on a terminal.
     func extensions(for urls: [ImageURL]) -> [ImageURL: String] {
+        let progress = TerminalProgress.standardError()
+        defer { progress?.clear() }
+        return concurrently(urls, progress: progress, probe)
+    }
+
+    /// `find` of each of `urls` (once per distinct URL), `concurrency` at once.
+    private func concurrently(
+        _ urls: [ImageURL], progress: TerminalProgress?, _ find: @Sendable (ImageURL) -> String?
+    ) -> [ImageURL: String] {
         let unique = Array(Set(urls))
         guard !unique.isEmpty else { return [:] }
         let found = Locked<(next: Int, done: Int, found: [ImageURL: String])>((0, 0, [:]))
-        let progress = TerminalProgress.standardError()
         let start = Date()
         DispatchQueue.concurrentPerform(iterations: min(concurrency, unique.count)) { _ in
             while let index = found.withLock({ state -> Int? in
                 defer { state.next += 1 }
                 return state.next < unique.count ? state.next : nil
             }) {
-                let type = probe(unique[index])
+                let type = find(unique[index])
                 let done = found.withLock { state -> Int in
                     if let type { state.found[unique[index]] = type }
                     state.done += 1
@@ -42,7 +48,6 @@ struct ListProbe {
                 progress?.draw(ProgressLine(total: unique.count, done: done, seconds: Date().timeIntervalSince(start)))
             }
         }
-        progress?.clear()
         return found.withLock { $0.found }
     }
 
