@@ -206,9 +206,7 @@ public final class CacheTiers: Sendable {
             disk?.removeAll()
             logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
         case .expired:
-            for key in memory.keys where memory.peek(key).map({ expiry.expiry(of: $0) <= now }) ?? false {
-                memory.remove(key)
-            }
+            memory.removeAll { expiry.expiry(of: $0) <= now }
             let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
             logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
         }

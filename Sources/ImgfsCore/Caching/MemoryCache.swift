@@ -123,6 +123,17 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Drops every image `shouldRemove` accepts (called with the lock held: it must not use the cache), in one pass.
+    public func removeAll(where shouldRemove: (CachedImage) -> Bool) {
+        state.withLock { state in
+            for node in state.nodes.values.filter({ shouldRemove($0.image) }) {
+                state.nodes[node.key] = nil
+                Self.unlink(node, &state)
+                state.bytes -= node.image.cost
+            }
+        }
+    }
+
     /// Drops everything (a memory-pressure purge); returns the bytes freed from the cache.
     @discardableResult
     public func purge() -> Int {

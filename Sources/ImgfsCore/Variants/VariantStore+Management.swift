@@ -84,7 +84,7 @@ extension VariantStore {
             disk?.removeAll()
         case .expired:
             let now = now()
-            for key in memory.keys where memory.peek(key).map({ $0.expiresAt <= now }) ?? false { memory.remove(key) }
+            memory.removeAll { $0.expiresAt <= now }
             sweepDisk(now: now, removeExpiredBefore: now)
         }
     }
