@@ -3,6 +3,7 @@ holds in every variant that measures it), and the floors measured in the same ru
 import statistics
 
 from .settings import MEMORY_BUDGET_MIB
+from .floor import FLOOR
 from .limits import DOWNLOAD_THEN_READ, LIMIT
 from .lists import list_targets
 
@@ -38,14 +39,25 @@ def ratio_target(key, limit_system, at_least=None, at_most=None):
     return check
 
 
-def floor_ratio(key, extra_key):
-    """A floor of an imgfs ÷ curl CPU ratio: (curl's CPU + imgfs's CPU for the same bytes or files without a transfer,
-    i.e. only the FUSE side) ÷ curl's CPU."""
+def floor_ratio(key, extra_key, system="imgfs"):
+    """A floor of an imgfs ÷ curl CPU ratio: (curl's CPU + `system`'s CPU for the same bytes or files without a
+    transfer, i.e. only the FUSE side) ÷ curl's CPU."""
     def check(results):
-        limit, extra = med(results, LIMIT, key), med(results, "imgfs", extra_key)
+        limit, extra = med(results, LIMIT, key), med(results, system, extra_key)
         if not limit or extra is None:
             return None
         return f"{(limit + extra) / limit:.2f}× (curl {fmt(limit)} + FUSE {fmt(extra)})", None
+    return check
+
+
+def fuse_floor(key, floor_key=None):
+    """The FUSE floor (floorfs, benchkit/floor.py) ÷ the limit of key, and where imgfs stands against that floor."""
+    def check(results):
+        floor, limit = med(results, FLOOR, floor_key or key), med(results, LIMIT, key)
+        value = med(results, "imgfs", key)
+        if floor is None or not limit or value is None:
+            return None
+        return f"{floor / limit:.2f}× ({fmt(floor)} vs {fmt(limit)}); imgfs at {value / floor:.2f}× of it", None
     return check
 
 
@@ -100,6 +112,8 @@ TARGETS = [
      ratio_target("cold-small-cpu", LIMIT, at_most=2.0), NOT_HTTPS),
     ("  floor: curl + the FUSE round trips of a file without its transfer (small after drop_caches)", "",
      floor_ratio("cold-small-cpu", "dropped-small-cpu"), NOT_HTTPS),
+    ("  floor: curl + a minimal C FUSE daemon's round trips (floorfs, same files)", "",
+     floor_ratio("cold-small-cpu", "dropped-small-cpu", FLOOR), NOT_HTTPS),
     ("CPU per cold MB, imgfs ÷ curl (to /dev/null)", "≤ 2.0×", ratio_target("cold-large-cpu", LIMIT, at_most=2.0),
      NOT_HTTPS),
     ("  floor: curl + serving the bytes through FUSE without a transfer (large after drop_caches)", "",
@@ -120,12 +134,17 @@ TARGETS = [
     ("cold-small ÷ curl to /dev/null, 0 ms", "≥ 0.5×", ratio_target("cold-small", LIMIT, 0.5), NOT_HTTPS),
     ("  for scale: small after drop_caches (FUSE round trips, no transfer) ÷ curl to /dev/null", "",
      scale("dropped-small", LIMIT, "cold-small"), NOT_HTTPS),
+    ("  for scale: floorfs serving the files from memory (no transfer) ÷ curl to /dev/null", "",
+     fuse_floor("cold-small", "dropped-small"), NOT_HTTPS),
     ("cold-small ÷ curl to /dev/null, 20 ms", "≥ 0.9×", ratio_target("cold-small@20ms", LIMIT, 0.9), NOT_HTTPS),
     ("HTTPS + HTTP/2 cold-small, 20 ms, imgfs defaults ÷ curl --http2", "≥ 0.9×",
      ratio_target("cold-small@20ms", LIMIT, 0.9), ONLY_HTTPS),
     ("HTTPS + HTTP/2 cold-large, 20 ms, imgfs defaults ÷ curl --http2", "≥ 0.9×",
      ratio_target("cold-large@20ms", LIMIT, 0.9), ONLY_HTTPS),
     ("small after remount ÷ tmpfs", "≥ 0.3×", ratio_target("remount-small", LIMIT, 0.3), NOT_HTTPS),
+    ("  floor: floorfs reading the same files from ext4 after drop_caches ÷ tmpfs", "", fuse_floor("remount-small"),
+     NOT_HTTPS),
+    ("  floor: floorfs after drop_caches, bytes in its memory ÷ tmpfs", "", fuse_floor("dropped-small"), NOT_HTTPS),
     ("large after remount ÷ tmpfs", "≥ 0.5×", ratio_target("remount-large", LIMIT, 0.5), NOT_HTTPS),
     ("warm-large, first pass ÷ tmpfs", "≥ 0.9×", ratio_target("warm-large-1st", LIMIT, 0.9), NOT_HTTPS),
     ("  for scale: the same first read on tmpfs (files just written)", "",
@@ -133,6 +152,7 @@ TARGETS = [
     ("warm-large ÷ tmpfs", "≥ 0.9×", ratio_target("warm-large", LIMIT, 0.9), NOT_HTTPS),
     ("warm-small, first pass ÷ tmpfs", "≥ 0.5×", ratio_target("warm-small-1st", LIMIT, 0.5), NOT_HTTPS),
     ("warm-small ÷ tmpfs", "≥ 0.5×", ratio_target("warm-small", LIMIT, 0.5), NOT_HTTPS),
+    ("  floor: floorfs ÷ tmpfs, passes 2–5", "", fuse_floor("warm-small"), NOT_HTTPS),
     ("large after drop_caches ÷ tmpfs", "≥ 0.5×", ratio_target("dropped-large", LIMIT, 0.5), NOT_HTTPS),
     ("dedup: GETs, bytes", "exactly 1 GET, 1× bytes", dedup(""), NOT_HTTPS),
     ("dedup: GETs, bytes, 20 ms", "exactly 1 GET, 1× bytes", dedup("@20ms"), NOT_HTTPS),

@@ -7,8 +7,10 @@
 - Pillow: Image.draft() (JPEG shrink-on-load) + thumbnail() + save, from tmpfs, on one thread per core.
 - warm reread: the variants (small files) read again through the mount by SMALL_READERS readers, each pass the list
   REREAD_ROUNDS times over, against the vipsthumbnail outputs read the same way from tmpfs.
-- floor of the warm reread: the same reread over as many cached icons through img/, against the icons on tmpfs (the
-  round trips of an open and a release of a small cached file in this access pattern, variants or not).
+- FUSE floor of the warm reread: the same reread of vipsthumbnail's files through floorfs (benchmark/floorfs.c, a
+  minimal C daemon answering from memory): the OPEN and RELEASE round trips any FUSE file system pays per open.
+- the same reread over as many cached icons through img/, against the icons on tmpfs (variants or not, imgfs serves
+  a small cached file the same way).
 - the imgfs daemon's peak RSS (VmHWM).
 Ratios are paired: the median (min–max) of each repetition's own ratio.
 """
@@ -85,7 +87,8 @@ def run_thumbnails(bench, imgfs):
     rels = bench.large
     sources = [os.path.join(bench.corpus, r) for r in rels]
     threads = os.cpu_count() or 1
-    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm", "icons-warm", "icons-tmpfs")}
+    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm", "floor-warm", "icons-warm",
+                                  "icons-tmpfs")}
     mount = imgfs.mount(bench.origin.url)
     try:
         originals = [mount.path(r) for r in rels]
@@ -111,12 +114,14 @@ def run_thumbnails(bench, imgfs):
             pillow_out = os.path.join(bench.scratch, f"pillow-{rep}")
             os.makedirs(pillow_out)
             values["pillow"].append(len(sources) / pillow_thumbnails(sources, pillow_out, threads))
-            passes = {key: [] for key in ("imgfs-warm", "tmpfs-warm", "icons-warm", "icons-tmpfs")}
-            for _ in range(WARM_PASSES):
-                for key, paths in (("imgfs-warm", thumbs), ("tmpfs-warm", made), ("icons-warm", icons),
-                                   ("icons-tmpfs", icons_tmpfs)):
-                    many = paths * REREAD_ROUNDS
-                    passes[key].append(len(many) / read_whole(many, SMALL_READERS)[0])
+            passes = {key: [] for key in ("imgfs-warm", "tmpfs-warm", "floor-warm", "icons-warm", "icons-tmpfs")}
+            with bench.fuse_floor.mounted("--memory", made) as floor:
+                read_whole(floor, SMALL_READERS)  # in the kernel's page cache, as the variants are
+                for _ in range(WARM_PASSES):
+                    for key, paths in (("imgfs-warm", thumbs), ("tmpfs-warm", made), ("floor-warm", floor),
+                                       ("icons-warm", icons), ("icons-tmpfs", icons_tmpfs)):
+                        many = paths * REREAD_ROUNDS
+                        passes[key].append(len(many) / read_whole(many, SMALL_READERS)[0])
             for key, rates in passes.items():
                 values[key].append(statistics.median(rates))
             shutil.rmtree(out)
@@ -155,7 +160,10 @@ def table(bench, values, peak, count, threads):
         f"| warm reread of the variants through the mount, {SMALL_READERS} readers | {cell('imgfs-warm')} "
         f"| {ratio('imgfs-warm', 'tmpfs-warm')} tmpfs | ≥ 0.5× |",
         f"| warm reread of vipsthumbnail's files on tmpfs | {cell('tmpfs-warm')} | 1.00× | |",
-        f"| floor: the same reread of {count} cached icons through img/ | {cell('icons-warm')} "
+        f"| FUSE floor: the same reread of vipsthumbnail's files through floorfs (benchmark/floorfs.c) "
+        f"| {cell('floor-warm')} | {ratio('floor-warm', 'tmpfs-warm')} tmpfs; imgfs {ratio('imgfs-warm', 'floor-warm')} "
+        "of it | |",
+        f"| the same reread of {count} cached icons through img/ | {cell('icons-warm')} "
         f"| {ratio('icons-warm', 'icons-tmpfs')} tmpfs | |",
         f"| the same icons on tmpfs | {cell('icons-tmpfs')} | 1.00× | |",
         f"| imgfs peak RSS (VmHWM) | {peak:.0f} MiB | | |",

@@ -23,6 +23,7 @@ from .reader import (
 from .lists import run_lists
 from .variants import Variants
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
+from .floor import FuseFloor
 
 
 class Bench(Limits):
@@ -51,6 +52,7 @@ class Bench(Limits):
         self.scratch = os.path.join(tmpfs, "scratch")
         os.makedirs(self.scratch)
         self.certificates = Certificates(os.path.join(self.work, "tls"), ["127.0.0.1"])
+        self.fuse_floor = FuseFloor(self)
         small = 300 if self.quick else 2000
         self.load_corpus("corpus", small, QUICK_LARGE if self.quick else LARGE_IMAGES)
         self.origin = Origin(self.owned, self.work, self.corpus, tls=(self.certificates.cert, self.certificates.key))
