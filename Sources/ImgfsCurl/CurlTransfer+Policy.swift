@@ -39,7 +39,8 @@ extension CurlTransfer {
             refusal = ActivePolicy.profile(for: host).refusal
         }
         connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
-        rules?.prepareRequest(easy, effectiveURL: try? ImageURL(effectiveURL))
+        // Parsed again only after a redirect (a URL's parse is a few µs of every transfer otherwise).
+        rules?.prepareRequest(easy, effectiveURL: effectiveURL == requestedURL ? url : try? ImageURL(effectiveURL))
         return refusal == nil
     }
 
