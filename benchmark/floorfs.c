@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 #define TIMEOUT 3600.0
-#define THREADS 16  // as imgfs: up to 16 request threads, all kept when idle
+#define THREADS 16      // as imgfs: up to 16 request threads,
+#define IDLE_THREADS 4  // of which 4 are kept when idle
 
 struct source {
     char *path;
@@ -145,6 +146,12 @@ static bool load(const char *list_path) {
     return true;
 }
 
+/// The number in the environment variable `name`, else `fallback`.
+static unsigned setting(const char *name, unsigned fallback) {
+    const char *text = getenv(name);
+    return text && *text ? (unsigned)strtoul(text, NULL, 10) : fallback;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4 || (strcmp(argv[1], "--memory") != 0 && strcmp(argv[1], "--disk") != 0)) {
         fprintf(stderr, "usage: floorfs --memory|--disk LIST MOUNTPOINT\n");
@@ -162,8 +169,8 @@ int main(int argc, char **argv) {
     struct fuse_session *session = fuse_session_new(&fuse_arguments, &operations, sizeof operations, NULL);
     if (!session || fuse_set_signal_handlers(session) != 0 || fuse_session_mount(session, argv[3]) != 0) return 1;
     struct fuse_loop_config *config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_max_threads(config, THREADS);
-    fuse_loop_cfg_set_idle_threads(config, THREADS);
+    fuse_loop_cfg_set_max_threads(config, setting("FLOORFS_THREADS", THREADS));
+    fuse_loop_cfg_set_idle_threads(config, setting("FLOORFS_IDLE", IDLE_THREADS));
     int result = fuse_session_loop_mt(session, config);
     fuse_loop_cfg_destroy(config);
     fuse_session_unmount(session);

@@ -86,7 +86,7 @@ public final class FuseMount {
     public func serve(beforeUnmount: () -> Void) {
         let config = fuse_loop_cfg_create()
         fuse_loop_cfg_set_max_threads(config, maxThreads)
-        fuse_loop_cfg_set_idle_threads(config, maxThreads)
+        fuse_loop_cfg_set_idle_threads(config, 4)
         let result = fuse_session_loop_mt(session, config)
         fuse_loop_cfg_destroy(config)
         logger.info("leaving the request loop (\(result)); unmounting \(mountPoint)")
