@@ -128,7 +128,8 @@ public final class DiskCache: Sendable {
     /// then kept in memory; one that does not match its files is treated as corrupt (the entry is removed, nil is
     /// returned). `lastAccess` is the cache's own. The body is not verified here; ``read(key:offset:count:)`` does.
     public func record(forKey key: String) -> CacheRecord? {
-        guard let parsed = DiskCacheKey(key) else { return nil }
+        // A miss (every cold lookup asks) answers without building the error loadRecord throws for one.
+        guard let parsed = DiskCacheKey(key), withIndex({ $0.entry(parsed) != nil }) else { return nil }
         do {
             return try loadRecord(parsed).record
         } catch {
