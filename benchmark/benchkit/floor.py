@@ -1,12 +1,18 @@
 """The FUSE floor (benchmark/floorfs.c): a minimal C daemon serving the same small files, so that every small-file row
 of imgfs stands next to what any FUSE file system pays for the same access pattern in the same run.
 
-- floor dropped-small: a fresh floorfs mount serving the small files from its memory; each file costs LOOKUP, OPEN,
-  READ and RELEASE, as imgfs's files after drop_caches (bytes in the daemon, not in the kernel). With its CPU per file.
-- floor warm-small: the same files again (OPEN and RELEASE only: keep_cache, hour-long entry timeouts), passes 2–5.
+Each floor row runs right after imgfs's row of the same pattern (FloorRows), because on this VM the cost of a round
+trip between threads depends on what ran just before (docs/PERFORMANCE.md): a floor measured at another moment of
+the run is not comparable. In the back-to-back variants, which must leave imgfs no pause, they all run after the
+sequence instead.
+
+- floor warm-small: floorfs serving the small files from its memory, all read once before (OPEN and RELEASE per
+  file: keep_cache, hour-long entry timeouts), passes 2–5, as imgfs's warm-small.
+- floor dropped-small: the same after drop_caches (LOOKUP, OPEN, READ, RELEASE per file), with its CPU per file, as
+  imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
-  READ), as imgfs after a remount reads its disk cache. The copies were just written, so they are in the page cache:
-  the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are still cached.
+  READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
+  page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
 """
 import contextlib
 import os
@@ -14,7 +20,8 @@ import shutil
 import subprocess
 import time
 
-from .processes import BenchFailure, is_mounted, unmount
+from .processes import BenchFailure, drop_caches, is_mounted, unmount
+from .reader import read_all
 from .settings import SMALL_READERS, WARM_PASSES
 
 FLOOR = "fuse-floor"
@@ -62,24 +69,67 @@ class FuseFloor:
             bench.owned.forget_mount(mountpoint)
             bench.owned.stop_process(proc)
 
-    def run(self):
-        """The floor rows of this variant's small files (see the module's text)."""
+    def rows(self):
+        """The floor rows of this variant's small files, to run beside one imgfs sequence."""
+        return FloorRows(self)
+
+
+class FloorRows:
+    """floorfs beside one imgfs sequence: start() before it, then each row after imgfs's row, then close()."""
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.bench = floor.bench
+        self.rels = self.bench.small
+        self.memory = None
+        self.copies = None
+
+    def start(self):
         bench = self.bench
-        rels = bench.small
-        on_tmpfs = [os.path.join(bench.corpus, r) for r in rels]
-        with self.mounted("--memory", on_tmpfs) as paths:
-            if bench.timed_read(FLOOR, "dropped-small", paths, rels, bench.small_buffers, SMALL_READERS,
-                                "files") is not None:
-                bench.record(FLOOR, "dropped-small-cpu", bench.last_cpu / len(paths) * 1e6, "µs of CPU per file")
-            bench.timed_read(FLOOR, "warm-small", paths, rels, bench.small_buffers, SMALL_READERS, "files",
-                             passes=WARM_PASSES, split_first=True)
-        copies = os.path.join(bench.work, "floorfs-disk")  # on the same file system as imgfs's disk caches
-        os.makedirs(copies)
-        on_disk = [os.path.join(copies, str(index)) for index in range(len(rels))]
-        for source, target in zip(on_tmpfs, on_disk):
+        on_tmpfs = [os.path.join(bench.corpus, r) for r in self.rels]
+        self.memory = self.floor.mounted("--memory", on_tmpfs)
+        self.paths = self.memory.__enter__()
+        self.read(self.paths)
+        self.copies = os.path.join(bench.work, "floorfs-disk")  # on the same file system as imgfs's disk caches
+        os.makedirs(self.copies)
+        self.on_disk = [os.path.join(self.copies, str(index)) for index in range(len(self.rels))]
+        for source, target in zip(on_tmpfs, self.on_disk):
             shutil.copyfile(source, target)
-        try:
-            with self.mounted("--disk", on_disk) as paths:
-                bench.timed_read(FLOOR, "remount-small", paths, rels, bench.small_buffers, SMALL_READERS, "files")
-        finally:
-            shutil.rmtree(copies)
+
+    def read(self, paths):
+        """One untimed pass (the bytes are checked all the same)."""
+        bench = self.bench
+        read_all(paths, bench.expected(self.rels), bench.small_buffers, SMALL_READERS, bench.timeout)
+
+    def warm(self):
+        self.bench.timed_read(FLOOR, "warm-small", self.paths, self.rels, self.bench.small_buffers, SMALL_READERS,
+                              "files", passes=WARM_PASSES, split_first=True)
+
+    def dropped(self, drop=False):
+        """After drop_caches (the caller's, or its own with drop)."""
+        bench = self.bench
+        if drop:
+            drop_caches(sync=False)
+        if bench.timed_read(FLOOR, "dropped-small", self.paths, self.rels, bench.small_buffers, SMALL_READERS,
+                            "files") is not None:
+            bench.record(FLOOR, "dropped-small-cpu", bench.last_cpu / len(self.paths) * 1e6, "µs of CPU per file")
+
+    def remount(self):
+        bench = self.bench
+        self.read(self.on_disk)
+        with self.floor.mounted("--disk", self.on_disk) as paths:
+            bench.timed_read(FLOOR, "remount-small", paths, self.rels, bench.small_buffers, SMALL_READERS, "files")
+
+    def after_sequence(self):
+        """Every row, one after the other: after a back-to-back sequence, which must leave imgfs no pause."""
+        self.warm()
+        self.dropped(drop=True)
+        self.remount()
+
+    def close(self):
+        if self.memory:
+            self.memory.__exit__(None, None, None)
+            self.memory = None
+        if self.copies:
+            shutil.rmtree(self.copies, ignore_errors=True)
+            self.copies = None

@@ -62,9 +62,12 @@ class Limits:
 
     def download_then_read(self, origin_url, rels, parallel, buffers, options=()):
         """What a user would do instead: curl the files into a tmpfs, then read them with the benchmark's readers
-        (`parallel` threads); returns the two times added (each file's bytes are checked after the clocks)."""
+        (`parallel` threads); returns the two times added (each file's bytes are checked after the clocks). The
+        machine's CPU of both clocks is left in last_cpu."""
         fetched, paths = self.curl_many(origin_url, rels, parallel, "files", options, keep=True)
-        read, _ = read_all(paths, self.expected(rels), buffers, parallel, self.timeout)
+        fetch_cpu, cpu = self.last_cpu, []
+        read, _ = read_all(paths, self.expected(rels), buffers, parallel, self.timeout, cpu=cpu)
+        self.last_cpu = fetch_cpu + cpu[0].busy
         shutil.rmtree(os.path.dirname(paths[0]))
         return fetched + read
 
@@ -84,12 +87,17 @@ class Limits:
             self.record(LIMIT, "cold-large-idle" + suffix, self.last_idle * 100, "% idle (curl)")
         elapsed = self.download_then_read(url, self.small, SMALL_READERS, self.small_buffers, options)
         self.record(DOWNLOAD_THEN_READ, "cold-small" + suffix, n / elapsed, "files/s (curl into tmpfs, then read)")
+        if cpu:
+            self.record(DOWNLOAD_THEN_READ, "cold-small-cpu" + suffix, self.last_cpu / n * 1e6,
+                        "µs of CPU per file (download-then-read)")
         elapsed = self.download_then_read(url, self.large, LARGE_READERS, self.large_buffers, options)
         self.record(DOWNLOAD_THEN_READ, "cold-large" + suffix, large_mb / elapsed, "MB/s (curl into tmpfs, then read)")
+        if cpu:
+            self.record(DOWNLOAD_THEN_READ, "cold-large-cpu" + suffix, self.last_cpu / large_mb * 1e3,
+                        "ms of CPU per MB (download-then-read)")
 
     def warm_limits(self):
-        """tmpfs is the limit of every warm row (drop_caches and remounts do not touch it), of `ls -l` and `stat`; the FUSE
-        floor (benchkit/floor.py) of the small-file rows."""
+        """tmpfs is the limit of every warm row (drop_caches and remounts do not touch it), of `ls -l` and `stat`."""
         small_paths = [os.path.join(self.corpus, r) for r in self.small]
         large_paths = [os.path.join(self.corpus, r) for r in self.large]
         self.timed_read(LIMIT, "warm-small", small_paths, self.small, self.small_buffers, SMALL_READERS, "files",
@@ -113,7 +121,6 @@ class Limits:
         shutil.rmtree(fresh)
         self.record(LIMIT, "ls-l", time_ls(os.path.join(self.corpus, "small"))[0] * 1000, "ms (tmpfs)")
         self.record(LIMIT, "stat", time_stat(small_paths) * 1000, "ms (tmpfs)")
-        self.fuse_floor.run()
         return small_paths, large_paths
 
     def run_limits(self):

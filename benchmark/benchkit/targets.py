@@ -61,10 +61,10 @@ def fuse_floor(key, floor_key=None):
     return check
 
 
-def scale(key, floor_system, floor_key):
-    """imgfs's median of key against another measured quantity of the same run (no verdict)."""
+def scale(key, floor_system, floor_key, system="imgfs"):
+    """`system`'s median of key against another measured quantity of the same run (no verdict)."""
     def check(results):
-        value, floor = med(results, "imgfs", key), med(results, floor_system, floor_key)
+        value, floor = med(results, system, key), med(results, floor_system, floor_key)
         if value is None or not floor:
             return None
         return f"{value / floor:.2f}× ({fmt(value)} vs {fmt(floor)})", None
@@ -114,10 +114,14 @@ TARGETS = [
      floor_ratio("cold-small-cpu", "dropped-small-cpu"), NOT_HTTPS),
     ("  floor: curl + a minimal C FUSE daemon's round trips (floorfs, same files)", "",
      floor_ratio("cold-small-cpu", "dropped-small-cpu", FLOOR), NOT_HTTPS),
+    ("  for scale: download-then-read's CPU per file ÷ curl (to /dev/null)", "",
+     scale("cold-small-cpu", LIMIT, "cold-small-cpu", DOWNLOAD_THEN_READ), NOT_HTTPS),
     ("CPU per cold MB, imgfs ÷ curl (to /dev/null)", "≤ 2.0×", ratio_target("cold-large-cpu", LIMIT, at_most=2.0),
      NOT_HTTPS),
     ("  floor: curl + serving the bytes through FUSE without a transfer (large after drop_caches)", "",
      floor_ratio("cold-large-cpu", "dropped-large-cpu"), NOT_HTTPS),
+    ("  for scale: download-then-read's CPU per MB ÷ curl (to /dev/null)", "",
+     scale("cold-large-cpu", LIMIT, "cold-large-cpu", DOWNLOAD_THEN_READ), NOT_HTTPS),
     ("  the machine idle during cold-large, imgfs (curl)", "", idle, NOT_HTTPS),
     ("cold-small ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-small", DOWNLOAD_THEN_READ, 1.0),
      NOT_HTTPS),

@@ -191,6 +191,11 @@ class Bench(Limits):
         without waiting: no pause for background disk writes anywhere."""
         name = system.name
         url = self.origin.url
+        # The FUSE floor's rows right after imgfs's (after the sequence when it is back to back: benchkit/floor.py).
+        floor = self.fuse_floor.rows() if name == "imgfs" else None
+        beside = floor if floor and not back_to_back else None
+        if floor:
+            floor.start()
         mount = system.mount(url)
         try:
             small = [mount.path(r) for r in self.small]
@@ -208,6 +213,8 @@ class Bench(Limits):
                 return
             self.timed_read(name, "warm-small", small, rels, self.small_buffers, SMALL_READERS, "files",
                             passes=WARM_PASSES, split_first=True)
+            if beside:
+                beside.warm()
             ls_time, entries = time_ls(mount.listing_dir())
             self.record(name, "ls-l", ls_time * 1000, f"ms ({entries} entries)")
             self.results.note(name, "ls-l", f"{entries} entries")
@@ -226,6 +233,8 @@ class Bench(Limits):
             if self.timed_read(name, "dropped-small", small, rels, self.small_buffers, SMALL_READERS,
                                "files") is not None:
                 self.record(name, "dropped-small-cpu", self.last_cpu / len(small) * 1e6, "µs of CPU per file")
+            if beside:
+                beside.dropped()
             if self.timed_read(name, "dropped-large", large, self.large, self.large_buffers, LARGE_READERS,
                                "bytes") is not None:
                 self.record(name, "dropped-large-cpu", self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
@@ -247,6 +256,8 @@ class Bench(Limits):
             large = [mount.path(r) for r in self.large]
             offset = self.origin.log_offset()
             self.timed_read(name, "remount-small", small, rels, self.small_buffers, SMALL_READERS, "files")
+            if beside:
+                beside.remount()
             self.timed_read(name, "remount-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes")
             refetched = [r for r in self.origin.requests_since(offset)
                          if r[0] == "GET" and not r[1].endswith("/") and r[1].count("/") > 1]
@@ -254,9 +265,13 @@ class Bench(Limits):
             rss = max(rss, mount.sample_rss())
             mount.unmount()
             self.record(name, "rss", rss, "MiB (VmHWM)")
+            if floor and not beside:
+                floor.after_sequence()
         finally:
             if is_mounted(mount.mountpoint):
                 mount.abort()
+            if floor:
+                floor.close()
 
     def large_mb(self):
         return sum(self.manifest[r][0] for r in self.large) / MB
