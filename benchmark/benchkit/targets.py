@@ -61,6 +61,20 @@ def fuse_floor(key, floor_key=None):
     return check
 
 
+def shared_cores_bound(key, floor_system, floor_key, against):
+    """What a daemon that fetches like curl and serves like `floor_system` (its rate of floor_key, with the bytes
+    already there) could reach at best on the same cores: 1 ÷ (1 ÷ curl's rate + 1 ÷ the floor's rate), ÷ the rate of
+    `against` (LIMIT or DOWNLOAD_THEN_READ) for key; and where imgfs stands against it."""
+    def check(results):
+        curl, floor = med(results, LIMIT, key), med(results, floor_system, floor_key)
+        base, value = med(results, against, key), med(results, "imgfs", key)
+        if not curl or not floor or not base or value is None:
+            return None
+        bound = 1 / (1 / curl + 1 / floor)
+        return f"{bound / base:.2f}× ({fmt(bound)} vs {fmt(base)}); imgfs at {value / bound:.2f}× of it", None
+    return check
+
+
 def scale(key, floor_system, floor_key, system="imgfs"):
     """`system`'s median of key against another measured quantity of the same run (no verdict)."""
     def check(results):
@@ -125,6 +139,8 @@ TARGETS = [
     ("  the machine idle during cold-large, imgfs (curl)", "", idle, NOT_HTTPS),
     ("cold-small ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-small", DOWNLOAD_THEN_READ, 1.0),
      NOT_HTTPS),
+    ("  bound: curl's fetches and floorfs's round trips sharing the cores ÷ download-then-read", "",
+     shared_cores_bound("cold-small", FLOOR, "dropped-small", DOWNLOAD_THEN_READ), NOT_HTTPS),
     ("cold-small ÷ download-then-read, 20 ms", "≥ 1.0×", ratio_target("cold-small@20ms", DOWNLOAD_THEN_READ, 1.0),
      NOT_HTTPS),
     ("cold-large ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-large", DOWNLOAD_THEN_READ, 1.0),
@@ -134,12 +150,18 @@ TARGETS = [
     ("cold-large ÷ curl to /dev/null, 0 ms", "≥ 0.6×", ratio_target("cold-large", LIMIT, 0.6), NOT_HTTPS),
     ("  for scale: large after drop_caches (FUSE, no transfer) ÷ curl to /dev/null", "",
      scale("dropped-large", LIMIT, "cold-large"), NOT_HTTPS),
+    ("  bound: curl's fetches and FUSE serving (large after drop_caches) sharing the cores ÷ curl", "",
+     shared_cores_bound("cold-large", "imgfs", "dropped-large", LIMIT), NOT_HTTPS),
     ("cold-large ÷ curl to /dev/null, 20 ms", "≥ 0.9×", ratio_target("cold-large@20ms", LIMIT, 0.9), NOT_HTTPS),
     ("cold-small ÷ curl to /dev/null, 0 ms", "≥ 0.5×", ratio_target("cold-small", LIMIT, 0.5), NOT_HTTPS),
     ("  for scale: small after drop_caches (FUSE round trips, no transfer) ÷ curl to /dev/null", "",
      scale("dropped-small", LIMIT, "cold-small"), NOT_HTTPS),
     ("  for scale: floorfs serving the files from memory (no transfer) ÷ curl to /dev/null", "",
      fuse_floor("cold-small", "dropped-small"), NOT_HTTPS),
+    ("  bound: curl's fetches and floorfs's round trips sharing the cores ÷ curl", "",
+     shared_cores_bound("cold-small", FLOOR, "dropped-small", LIMIT), NOT_HTTPS),
+    ("  for scale: curl to /dev/null ÷ download-then-read, 20 ms (both wait on the same delay line)", "",
+     scale("cold-small@20ms", DOWNLOAD_THEN_READ, "cold-small@20ms", LIMIT), NOT_HTTPS),
     ("cold-small ÷ curl to /dev/null, 20 ms", "≥ 0.9×", ratio_target("cold-small@20ms", LIMIT, 0.9), NOT_HTTPS),
     ("HTTPS + HTTP/2 cold-small, 20 ms, imgfs defaults ÷ curl --http2", "≥ 0.9×",
      ratio_target("cold-small@20ms", LIMIT, 0.9), ONLY_HTTPS),
