@@ -194,10 +194,10 @@ class Bench(Limits):
         # The FUSE floor's rows right after imgfs's (after the sequence when it is back to back: benchkit/floor.py).
         floor = self.fuse_floor.rows() if name == "imgfs" else None
         beside = floor if floor and not back_to_back else None
-        if floor:
-            floor.start()
         mount = system.mount(url)
         try:
+            if floor:
+                floor.start()
             small = [mount.path(r) for r in self.small]
             large = [mount.path(r) for r in self.large]
             done = self.timed_read(name, "cold-small", small, self.small, self.small_buffers, SMALL_READERS, "files",
