@@ -162,7 +162,7 @@ extension DiskCache {
     /// The record file of `entry`, decoded and checked against the entry's files (key, checksum, size).
     func readRecord(_ entry: DiskCacheEntry) throws -> CacheRecord {
         let bytes = try DiskCacheIO.readSmallFile(layout.metaPath(for: entry.key))
-        let record = try JSONDecoder().decode(CacheRecord.self, from: Data(bytes))
+        let record = try CacheRecordParser.decode(bytes)
         guard record.key == entry.key.description, record.checksum == entry.checksum, record.size == entry.size else {
             throw DiskCacheError.corrupt(entry.key.description)
         }

@@ -127,7 +127,7 @@ struct DiskCacheScanner {
     /// the record to keep the data file it names; the others become leftovers. An unreadable record keeps none.
     private func resolve(_ key: DiskCacheKey, _ files: [DataFile], leftovers: inout [String]) -> [DataFile] {
         let named = (try? DiskCacheIO.readSmallFile(layout.metaPath(for: key)))
-            .flatMap { try? JSONDecoder().decode(CacheRecord.self, from: Data($0)) }
+            .flatMap { try? CacheRecordParser.decode($0) }
             .map(\.checksum)
         let kept = files.filter { $0.checksum == named }.prefix(1)
         for file in files where file.checksum != kept.first?.checksum {
