@@ -42,8 +42,9 @@ struct CacheRecordParserTests {
             if let parsed = CacheRecordParser.parse(bytes) {
                 parsedByIt += 1
                 #expect(parsed == foundation)
-                #expect(parsed.fetchedAt.timeIntervalSinceReferenceDate.bitPattern
-                    == foundation.fetchedAt.timeIntervalSinceReferenceDate.bitPattern)
+                #expect(
+                    parsed.fetchedAt.timeIntervalSinceReferenceDate.bitPattern
+                        == foundation.fetchedAt.timeIntervalSinceReferenceDate.bitPattern)
             }
             #expect(try CacheRecordParser.decode(bytes) == foundation)
         }
@@ -72,7 +73,7 @@ struct CacheRecordParserTests {
             text.replacingOccurrences(of: "\"key\":", with: "\"kee\":"),  // a required key missing
             text + "x",  // trailing bytes
             String(text.dropLast()),  // truncated
-            "", "{", "[]", "null",
+            "", "{", "[]", "null"
         ]
         for variant in refused {
             let bytes = Array(variant.utf8)
