@@ -10,6 +10,8 @@ sequence instead.
   file: keep_cache, hour-long entry timeouts), passes 2–5, as imgfs's warm-small.
 - floor dropped-small: the same after drop_caches (LOOKUP, OPEN, READ, RELEASE per file), with its CPU per file, as
   imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
+- floor dropped-large: a fresh floorfs mount serving the large files from its memory, every byte by READ, with its
+  CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
   READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
   page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
@@ -22,7 +24,7 @@ import time
 
 from .processes import BenchFailure, drop_caches, is_mounted, unmount
 from .reader import read_all
-from .settings import SMALL_READERS, WARM_PASSES
+from .settings import LARGE_READERS, SMALL_READERS, WARM_PASSES
 
 FLOOR = "fuse-floor"
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "floorfs.c")
@@ -114,6 +116,16 @@ class FloorRows:
                             "files") is not None:
             bench.record(FLOOR, "dropped-small-cpu", bench.last_cpu / len(self.paths) * 1e6, "µs of CPU per file")
 
+    def large(self):
+        """The large files through a fresh floorfs mount: every byte comes by READ (floorfs has no passthrough), as
+        a cold file's bytes reach imgfs's readers; with the CPU per MB."""
+        bench = self.bench
+        on_tmpfs = [os.path.join(bench.corpus, r) for r in bench.large]
+        with self.floor.mounted("--memory", on_tmpfs) as paths:
+            if bench.timed_read(FLOOR, "dropped-large", paths, bench.large, bench.large_buffers, LARGE_READERS,
+                                "bytes") is not None:
+                bench.record(FLOOR, "dropped-large-cpu", bench.last_cpu / bench.large_mb() * 1e3, "ms of CPU per MB")
+
     def remount(self):
         bench = self.bench
         self.read(self.on_disk)
@@ -124,6 +136,7 @@ class FloorRows:
         """Every row, one after the other: after a back-to-back sequence, which must leave imgfs no pause."""
         self.warm()
         self.dropped(drop=True)
+        self.large()
         self.remount()
 
     def close(self):

@@ -191,8 +191,7 @@ class Bench(Limits):
         without waiting: no pause for background disk writes anywhere."""
         name = system.name
         url = self.origin.url
-        # The FUSE floor's rows right after imgfs's (after the sequence when it is back to back: benchkit/floor.py).
-        floor = self.fuse_floor.rows() if name == "imgfs" else None
+        floor = self.fuse_floor.rows() if name == "imgfs" else None  # the FUSE floor's rows: benchkit/floor.py
         beside = floor if floor and not back_to_back else None
         mount = system.mount(url)
         try:
@@ -238,6 +237,8 @@ class Bench(Limits):
             if self.timed_read(name, "dropped-large", large, self.large, self.large_buffers, LARGE_READERS,
                                "bytes") is not None:
                 self.record(name, "dropped-large-cpu", self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
+            if beside:
+                beside.large()
             rss = mount.sample_rss()
             if lag:
                 seconds = lag.result(self.timeout)
