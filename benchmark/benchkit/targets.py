@@ -50,15 +50,17 @@ def floor_ratio(key, extra_key, system="imgfs"):
     return check
 
 
+def floor_cell(floor, base, value):
+    """A floor ÷ the rate it is compared with, and where imgfs (value) stands against the floor; None if unmeasured."""
+    if not floor or not base or value is None:
+        return None
+    return f"{floor / base:.2f}× ({fmt(floor)} vs {fmt(base)}); imgfs at {value / floor:.2f}× of it", None
+
+
 def fuse_floor(key, floor_key=None):
     """The FUSE floor (floorfs, benchkit/floor.py) ÷ the limit of key, and where imgfs stands against that floor."""
-    def check(results):
-        floor, limit = med(results, FLOOR, floor_key or key), med(results, LIMIT, key)
-        value = med(results, "imgfs", key)
-        if floor is None or not limit or value is None:
-            return None
-        return f"{floor / limit:.2f}× ({fmt(floor)} vs {fmt(limit)}); imgfs at {value / floor:.2f}× of it", None
-    return check
+    return lambda results: floor_cell(med(results, FLOOR, floor_key or key), med(results, LIMIT, key),
+                                      med(results, "imgfs", key))
 
 
 def shared_cores_bound(key, floor_system, floor_key, against):
@@ -67,11 +69,8 @@ def shared_cores_bound(key, floor_system, floor_key, against):
     `against` (LIMIT or DOWNLOAD_THEN_READ) for key; and where imgfs stands against it."""
     def check(results):
         curl, floor = med(results, LIMIT, key), med(results, floor_system, floor_key)
-        base, value = med(results, against, key), med(results, "imgfs", key)
-        if not curl or not floor or not base or value is None:
-            return None
-        bound = 1 / (1 / curl + 1 / floor)
-        return f"{bound / base:.2f}× ({fmt(bound)} vs {fmt(base)}); imgfs at {value / bound:.2f}× of it", None
+        bound = 1 / (1 / curl + 1 / floor) if curl and floor else None
+        return floor_cell(bound, med(results, against, key), med(results, "imgfs", key))
     return check
 
 
