@@ -167,21 +167,14 @@ struct CachingIntegrationTests {
     @Test(
         "a refresh that brings different bytes of the same size reaches readers: the kernel's cached pages are dropped")
     func changedContentInvalidatesPageCache() throws {
-        let first = try Fixtures.mediumJPEG()
-        var changed = first
-        changed[changed.count / 2] ^= 0x55
-        let second = changed
-        let version = VersionBox()
+        let image = ChangingImage(try Fixtures.mediumJPEG())
+        let (first, second) = (image.first, image.second)
         try withMountedOrigin(["--expire", "1s"]) { origin, mount in
-            origin.route(prefix: "/changing.jpg") { _ in
-                var response = OriginResponse.ok(version.current == 1 ? first : second, contentType: "image/jpeg")
-                response.headers.append(("ETag", "\"v\(version.current)\""))
-                return response
-            }
+            image.route(on: origin, at: "/changing.jpg")
             let file = mount.path(origin.baseURL + "/changing.jpg")
             #expect(PosixFile.read(file) == .success(first))
             #expect(PosixFile.read(file) == .success(first), "a reread within the expiry")
-            version.current = 2
+            image.change()
             Poll.elapse(1.3)  // past the 1 s expiry
             #expect(PosixFile.read(file) == .success(second), "the new bytes, not the kernel's cached pages")
             #expect(mount.log.contains("invalidating the kernel's cached pages"))
@@ -282,15 +275,6 @@ struct CachingIntegrationTests {
     }
 
     // MARK: - Helpers
-
-    final class VersionBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = 1
-        var current: Int {
-            get { lock.withLock { value } }
-            set { lock.withLock { value = newValue } }
-        }
-    }
 
     static func largestFile(under root: String) -> String? {
         let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).map {

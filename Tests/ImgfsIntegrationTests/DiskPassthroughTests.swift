@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ImgfsTestSupport
-import Synchronization
 import Testing
 
 /// Large images served after a remount by the kernel itself from their disk-cache files (FUSE passthrough), each
@@ -115,19 +114,11 @@ struct DiskPassthroughTests {
 
     @Test("a file open from its disk-cache file keeps its image when a refresh replaces the entry with other bytes")
     func replacedWhileOpen() throws {
-        let first = try Fixtures.largeJPEG()
-        var changed = first
-        changed[changed.count / 2] ^= 0x55
-        let second = changed
-        let version = Mutex(1)
+        let image = ChangingImage(try Fixtures.largeJPEG())
+        let (first, second) = (image.first, image.second)
         let origin = try TestOrigin()
         defer { origin.stop() }
-        origin.route(prefix: "/changing.jpg") { _ in
-            let current = version.withLock { $0 }
-            var response = OriginResponse.ok(current == 1 ? first : second, contentType: "image/jpeg")
-            response.headers.append(("ETag", "\"v\(current)\""))
-            return response
-        }
+        image.route(on: origin, at: "/changing.jpg")
         let url = origin.baseURL + "/changing.jpg"
         let cache = CachingIntegrationTests.SharedCache()
         do {
@@ -140,7 +131,7 @@ struct DiskPassthroughTests {
         defer { mount.stop() }
         do {
             let old = try PassthroughTests.OpenFile(mount.path(url))  // passthrough to the disk file (fresh enough)
-            version.withLock { $0 = 2 }
+            image.change()
             Poll.elapse(1.3)  // past the 1 s expiry
             let new = try PassthroughTests.OpenFile(mount.path(url))  // revalidated: other bytes replace the entry
             #expect(helpers.digest(new.readAll()) == helpers.digest(.success(second)), "the new bytes")

@@ -127,24 +127,16 @@ struct PassthroughTests {
 
     @Test("an open file keeps the image it opened; an open after a refresh with other bytes reads the new ones")
     func refreshWhileOpen() throws {
-        let first = try Fixtures.largeJPEG()
-        var changed = first
-        changed[changed.count / 2] ^= 0x55
-        let second = changed
-        let version = Mutex(1)
+        let image = ChangingImage(try Fixtures.largeJPEG())
+        let (first, second) = (image.first, image.second)
         try withMountedOrigin(["--expire", "1s"]) { origin, mount in
-            origin.route(prefix: "/changing.jpg") { _ in
-                let current = version.withLock { $0 }
-                var response = OriginResponse.ok(current == 1 ? first : second, contentType: "image/jpeg")
-                response.headers.append(("ETag", "\"v\(current)\""))
-                return response
-            }
+            image.route(on: origin, at: "/changing.jpg")
             let path = mount.path(origin.baseURL + "/changing.jpg")
             try readAndForget(path, expecting: first)
             do {
                 let old = try OpenFile(path)  // passthrough, on the first body's file
                 #expect(digest(readWhileStopped(old, mount)) == digest(.success(first)), "a passthrough open")
-                version.withLock { $0 = 2 }
+                image.change()
                 Poll.elapse(1.3)  // past the 1 s expiry
                 let new = try OpenFile(path)  // revalidated: other bytes, while the old passthrough open lives
                 #expect(digest(new.readAll()) == digest(.success(second)), "the new bytes")
