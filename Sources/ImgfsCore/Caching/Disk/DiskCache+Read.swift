@@ -127,8 +127,15 @@ extension DiskCache {
     /// The entry `key` and its record, read from disk and kept in the index if not yet there.
     /// - Throws: `notFound`, `corrupt` (the entry is then removed) or `io` (a transient failure: the entry stays).
     func loadRecord(_ key: DiskCacheKey) throws -> (entry: DiskCacheEntry, record: CacheRecord) {
+        guard let loaded = try loadRecordIfPresent(key) else { throw DiskCacheError.notFound(key.description) }
+        return loaded
+    }
+
+    /// As ``loadRecord(_:)``, with nil where that throws `notFound`: a miss (every cold lookup asks) costs one index
+    /// lookup and no error text.
+    func loadRecordIfPresent(_ key: DiskCacheKey) throws -> (entry: DiskCacheEntry, record: CacheRecord)? {
         for _ in 0..<3 {
-            guard let entry = withIndex({ $0.entry(key) }) else { throw DiskCacheError.notFound(key.description) }
+            guard let entry = withIndex({ $0.entry(key) }) else { return nil }
             if let loaded = entry.loaded {
                 var record = loaded.record
                 record.lastAccess = entry.lastAccess
@@ -156,7 +163,7 @@ extension DiskCache {
             result.lastAccess = entry.lastAccess
             return (entry, result)
         }
-        throw DiskCacheError.notFound(key.description)
+        return nil
     }
 
     /// The record file of `entry`, decoded and checked against the entry's files (key, checksum, size).

@@ -128,10 +128,9 @@ public final class DiskCache: Sendable {
     /// then kept in memory; one that does not match its files is treated as corrupt (the entry is removed, nil is
     /// returned). `lastAccess` is the cache's own. The body is not verified here; ``read(key:offset:count:)`` does.
     public func record(forKey key: String) -> CacheRecord? {
-        // A miss (every cold lookup asks) answers without building the error loadRecord throws for one.
-        guard let parsed = DiskCacheKey(key), withIndex({ $0.entry(parsed) != nil }) else { return nil }
+        guard let parsed = DiskCacheKey(key) else { return nil }
         do {
-            return try loadRecord(parsed).record
+            return try loadRecordIfPresent(parsed)?.record
         } catch {
             if case .io = error.diskCacheError {
                 logger.warning("disk cache: cannot read the record of \(key): \(error)")
