@@ -26,21 +26,20 @@ extension CurlTransfer {
         imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
         let policy = configuration.addressPolicy
         let effectiveURL = effective.map { String(cString: $0) } ?? ""
-        if effectiveURL == requestedURL {
-            // Without a redirect the effective URL is the requested one: its host is known without parsing it again.
-            refusal = policy.refusal(host: url.host)
-        } else if let host = Self.host(of: effectiveURL) {
+        let redirected = effectiveURL != requestedURL
+        // Without a redirect the effective URL is the requested one: its host is known without parsing it again.
+        let host = redirected ? Self.host(of: effectiveURL) : url.host
+        if let host {
             refusal = policy.refusal(host: host)
         } else {
             refusal = policy.refusal(unparsableURL: effectiveURL)
         }
         refusal = refusal ?? policy.refusal(numericAddress: primaryAddress)
-        if refusal == nil, let host = effectiveURL == requestedURL ? url.host : Self.host(of: effectiveURL) {
+        if refusal == nil, let host {
             refusal = ActivePolicy.profile(for: host).refusal
         }
         connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
-        // Parsed again only after a redirect (a URL's parse is a few µs of every transfer otherwise).
-        rules?.prepareRequest(easy, effectiveURL: effectiveURL == requestedURL ? url : try? ImageURL(effectiveURL))
+        rules?.prepareRequest(easy, effectiveURL: redirected ? try? ImageURL(effectiveURL) : url)
         return refusal == nil
     }
 
