@@ -83,18 +83,17 @@ class FloorRows:
         self.floor = floor
         self.bench = floor.bench
         self.rels = self.bench.small
-        self.memory = None
-        self.copies = None
+        self.held = contextlib.ExitStack()  # the memory mount and the ext4 copies, until close()
 
     def start(self):
         bench = self.bench
         on_tmpfs = [os.path.join(bench.corpus, r) for r in self.rels]
-        self.memory = self.floor.mounted("--memory", on_tmpfs)
-        self.paths = self.memory.__enter__()
+        self.paths = self.held.enter_context(self.floor.mounted("--memory", on_tmpfs))
         self.read(self.paths)
-        self.copies = os.path.join(bench.work, "floorfs-disk")  # on the same file system as imgfs's disk caches
-        os.makedirs(self.copies)
-        self.on_disk = [os.path.join(self.copies, str(index)) for index in range(len(self.rels))]
+        copies = os.path.join(bench.work, "floorfs-disk")  # on the same file system as imgfs's disk caches
+        os.makedirs(copies)
+        self.held.callback(shutil.rmtree, copies, ignore_errors=True)
+        self.on_disk = [os.path.join(copies, str(index)) for index in range(len(self.rels))]
         for source, target in zip(on_tmpfs, self.on_disk):
             shutil.copyfile(source, target)
 
@@ -140,9 +139,4 @@ class FloorRows:
         self.remount()
 
     def close(self):
-        if self.memory:
-            self.memory.__exit__(None, None, None)
-            self.memory = None
-        if self.copies:
-            shutil.rmtree(self.copies, ignore_errors=True)
-            self.copies = None
+        self.held.close()
