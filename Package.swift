@@ -2,12 +2,14 @@
 // The layers, each depending only on the ones above it:
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims, CVips,
-//   CVipsShims, CHiredis      C interop only
+//   CVipsShims, CHiredis,
+//   CCRC32                    C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
-//                             memfd memory for image bodies, worker threads and their signal masks
+//                             memfd memory for image bodies, worker threads and their signal masks, the CRC-32 of
+//                             the processor's carry-less multiplication (+ CCRC32)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
 //   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
@@ -42,7 +44,9 @@ let package = Package(
         .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "ImgfsSystem", "CFuse", "CFuseShims"]),
         .target(name: "ImgfsRedis", dependencies: ["ImgfsCore", "CHiredis"]),
         .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
-        .target(name: "ImgfsSystem", dependencies: ["ImgfsCore", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "CCRC32"),
+        .target(
+            name: "ImgfsSystem", dependencies: ["ImgfsCore", "CCRC32", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [

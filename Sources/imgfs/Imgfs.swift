@@ -7,7 +7,7 @@ import ImgfsSystem
 struct Imgfs: ParsableCommand {
     /// Parses the command line after turning imgfs options given in `-o` fstab form into ordinary options.
     static func main() {
-        if let update = ZlibCRC32.update { DiskCacheCRC32.install(update) }
+        if let update = CarrylessCRC32.update ?? ZlibCRC32.update { DiskCacheCRC32.install(update) }
         main(FstabOptions.rewrite(Array(CommandLine.arguments.dropFirst())))
     }
 
