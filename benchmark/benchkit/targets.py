@@ -146,6 +146,8 @@ TARGETS = [
      NOT_HTTPS),
     ("cold-large ÷ download-then-read, 0 ms", "≥ 1.0×", ratio_target("cold-large", DOWNLOAD_THEN_READ, 1.0),
      NOT_HTTPS),
+    ("  bound: curl's fetches and floorfs serving by READ sharing the cores ÷ download-then-read", "",
+     shared_cores_bound("cold-large", FLOOR, "dropped-large", DOWNLOAD_THEN_READ), NOT_HTTPS),
     ("cold-large ÷ download-then-read, 20 ms", "≥ 1.0×", ratio_target("cold-large@20ms", DOWNLOAD_THEN_READ, 1.0),
      NOT_HTTPS),
     ("cold-large ÷ curl to /dev/null, 0 ms", "≥ 0.6×", ratio_target("cold-large", LIMIT, 0.6), NOT_HTTPS),
