@@ -156,6 +156,24 @@ struct DiskWriteYieldTests {
         #expect(disk.record(forKey: url.cacheKey)?.size == 3, "written although a transfer still runs")
     }
 
+    @Test("small bodies that waited for a transfer are written together, in one batch, in the order they came")
+    func smallBodiesBatched() throws {
+        let repository = smallBodies()
+        let urls = try ["a", "b", "c"].map { try ImageURL("http://127.0.0.1/\($0).png") }
+        for url in urls + [other] { _ = repository.prepare(url) }
+        for (index, body) in [[1], [2, 2], [3, 3, 3]].enumerated() {
+            fetcher.respond(index, body: body.map(UInt8.init))
+        }
+        Poll.elapse(0.3)
+        #expect(disk.batches.withLock { $0 }.isEmpty, "nothing written while a transfer runs")
+        fetcher.respond(3, body: [4, 5, 6, 7])
+        repository.flushDiskWrites()
+        let batches = disk.batches.withLock { $0 }
+        #expect(batches.first.map { Array($0.prefix(3)) } == urls.map(\.cacheKey), "the three waiting, in one batch")
+        #expect(batches.joined().count == 4, "each body written once")
+        #expect(urls.map { disk.record(forKey: $0.cacheKey)?.size } == [1, 2, 3])
+    }
+
     @Test("a flush (at unmount) writes at once what waits for transfers or for a pause")
     func flushWritesAtOnce() {
         let repository = smallBodies()  // 30 s maximum delay

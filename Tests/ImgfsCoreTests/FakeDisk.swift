@@ -21,6 +21,14 @@ final class FakeDisk: DiskCaching, @unchecked Sendable {
     /// write's steps set it).
     let beforeStep = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
+    /// The keys of each ``store(batch:)``, in order.
+    let batches = Mutex<[[String]]>([])
+
+    func store(batch writes: [DiskCacheWrite]) -> [Result<CacheRecord, any Error>] {
+        batches.withLock { $0.append(writes.map(\.record.key)) }
+        return writes.map { write in Result { try store(write.record, body: write.body, pace: {}) } }
+    }
+
     func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord {
         let hook = beforeStep.withLock { $0 }
         for index in body.indices {

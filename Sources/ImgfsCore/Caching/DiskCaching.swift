@@ -1,5 +1,8 @@
 import Foundation
 
+/// One body to store with ``DiskCaching/store(batch:)``, under its record's key.
+public typealias DiskCacheWrite = (record: CacheRecord, body: UnsafeRawBufferPointer)
+
 /// What the repository needs from a disk cache (``DiskCache`` is the implementation; tests may use fakes).
 ///
 /// Implementations must be thread safe; `store` and `update` are atomic (a crash leaves the old or the new entry);
@@ -11,6 +14,9 @@ public protocol DiskCaching: Sendable {
     /// at most about 1 MiB, the final sync) and may wait, so that a long write can make way for readers.
     @discardableResult
     func store(_ record: CacheRecord, body: UnsafeRawBufferPointer, pace: () -> Void) throws -> CacheRecord
+    /// Stores several bodies, each as `store` would, in order; a body that fails leaves the others alone. An
+    /// implementation may share its syncs between them.
+    func store(batch writes: [DiskCacheWrite]) -> [Result<CacheRecord, any Error>]
     func read(key: String, offset: Int, count: Int) throws -> [UInt8]
     func readAll(key: String) throws -> [UInt8]
     /// The body of `key` open read-only and verified as `read` verifies; nil when the implementation keeps no files.
@@ -37,6 +43,11 @@ extension DiskCaching {
 
     /// No file to hand out (caches that keep no bodies in files).
     public func openBody(key: String) throws -> DiskBodyFile? { nil }
+
+    /// One ``store(_:body:pace:)`` after the other.
+    public func store(batch writes: [DiskCacheWrite]) -> [Result<CacheRecord, any Error>] {
+        writes.map { write in Result { try store(write.record, body: write.body, pace: {}) } }
+    }
 
     /// ``store(_:body:pace:)`` without pauses.
     @discardableResult

@@ -5,7 +5,8 @@ import Synchronization
 /// Writes bodies to the disk cache in the background, one at a time, paced so that storing images just fetched does not
 /// take CPU time and memory bandwidth from the fetches and reads around it (docs/DESIGN.md, "Disk-write pacing").
 ///
-/// Guarantees: writes run one at a time, in the order they were queued, on the worker given. A write of a body over
+/// Guarantees: writes run one at a time, in the order they were queued, on the worker given; the small bodies waiting
+/// when one of them may go are written together, in batches whose syncs they share. A write of a body over
 /// ``Pacing/yieldSize`` bytes waits, before each step it announces (`pace`), until no request has come for
 /// ``Pacing/quietPeriod`` and no transfer runs; a smaller one waits, before it starts, while transfers run, as long as
 /// the small bodies waiting add up to at most ``Pacing/holdLimit`` bytes. No write waits longer than
@@ -52,6 +53,10 @@ public final class DiskWriteScheduler: Sendable {
     private let heldBytes = Atomic<Int>(0)
     /// Set during ``flush()``: queued writes stop waiting.
     private let flushing = Atomic<Bool>(false)
+    /// Small bodies queued and not yet written, in the order they were queued: the first of their jobs to run writes
+    /// all of them in batches (``DiskCaching/store(batch:)``) that share the disk cache's syncs, and the jobs of the
+    /// others find nothing left to write.
+    private let smallWrites = Locked<[SmallWrite]>([])
     /// When a full disk was last logged (monotonic nanoseconds; 0: never).
     private let lastFullDiskReport = Atomic<UInt64>(0)
 
@@ -117,22 +122,96 @@ public final class DiskWriteScheduler: Sendable {
         heldBytes.add(held, ordering: .relaxed)
         queuedBytes.add(size, ordering: .relaxed)
         queued.withLock { $0[record.key] = image }
+        let write = SmallWrite(image: image, record: record, held: held, disk: disk)
+        if !large { smallWrites.withLock { $0.append(write) } }
         worker.submit { [self] in
-            if held > 0 { waitForTransfers(queuedAt: queuedAt) }
-            let pace = { if large { self.waitForQuietMoment(queuedAt: queuedAt) } }
-            // A large body waits for its first quiet moment before it looks whether it was called off meanwhile.
-            pace()
-            if queued.withLock({ $0[record.key]?.bytes === image.bytes }) {
-                store(image.bytes, record, on: disk, pace: pace)
-            }
-            heldBytes.subtract(held, ordering: .relaxed)
-            queuedBytes.subtract(size, ordering: .relaxed)
-            queued.withLock { writes in
-                if writes[record.key]?.bytes === image.bytes { writes[record.key] = nil }
+            if large {
+                let pace = { self.waitForQuietMoment(queuedAt: queuedAt) }
+                // A large body waits for its first quiet moment before it looks whether it was called off meanwhile.
+                pace()
+                if isStillQueued(write) { store(image.bytes, record, on: disk, pace: pace) }
+                finished(write)
+            } else {
+                if held > 0 { waitForTransfers(queuedAt: queuedAt) }
+                storeSmallWrites()
             }
             done()
         }
         return true
+    }
+
+    /// A small body waiting for its write.
+    private struct SmallWrite: Sendable {
+        let image: CachedImage
+        let record: CacheRecord
+        /// What it counts in ``heldBytes``.
+        let held: Int
+        let disk: any DiskCaching
+    }
+
+    /// The most bodies, and bytes, one batch writes.
+    private static let batchLimits = (count: 256, bytes: 8 << 20)
+
+    private func isStillQueued(_ write: SmallWrite) -> Bool {
+        queued.withLock { $0[write.record.key]?.bytes === write.image.bytes }
+    }
+
+    /// A write landed, failed or was called off: it leaves the queue and its counts.
+    private func finished(_ write: SmallWrite) {
+        heldBytes.subtract(write.held, ordering: .relaxed)
+        queuedBytes.subtract(write.record.size, ordering: .relaxed)
+        queued.withLock { writes in
+            if writes[write.record.key]?.bytes === write.image.bytes { writes[write.record.key] = nil }
+        }
+    }
+
+    /// Writes every small body waiting, in batches of the same disk cache within ``batchLimits``.
+    private func storeSmallWrites() {
+        let writes = smallWrites.withLock { waiting in
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        var batch: [SmallWrite] = []
+        var bytes = 0
+        for write in writes where isStillQueued(write) {
+            if let first = batch.first,
+                (write.disk as AnyObject) !== (first.disk as AnyObject) || batch.count == Self.batchLimits.count
+                    || bytes + write.record.size > Self.batchLimits.bytes
+            {
+                storeBatch(batch)
+                batch.removeAll()
+                bytes = 0
+            }
+            batch.append(write)
+            bytes += write.record.size
+        }
+        if !batch.isEmpty { storeBatch(batch) }
+        writes.forEach(finished)
+    }
+
+    /// One ``DiskCaching/store(batch:)`` of `writes` (all to the same disk cache), from one copy of their bodies.
+    private func storeBatch(_ writes: [SmallWrite]) {
+        var bodies: [UInt8] = []
+        bodies.reserveCapacity(writes.reduce(0) { $0 + $1.record.size })
+        for write in writes {
+            write.image.bytes.withSegments(offset: 0, count: write.record.size) { pieces in
+                for piece in pieces { bodies.append(contentsOf: piece) }
+            }
+        }
+        let results = bodies.withUnsafeBytes { all in
+            var offset = 0
+            let batch = writes.map { write in
+                defer { offset += write.record.size }
+                return (
+                    record: write.record,
+                    body: UnsafeRawBufferPointer(rebasing: all[offset..<offset + write.record.size])
+                )
+            }
+            return writes[0].disk.store(batch: batch)
+        }
+        for (write, result) in zip(writes, results) {
+            if case .failure(let error) = result { report(error, storing: write.record) }
+        }
     }
 
     private func store(_ bytes: ImageBytes, _ record: CacheRecord, on disk: any DiskCaching, pace: () -> Void) {
@@ -145,7 +224,15 @@ public final class DiskWriteScheduler: Sendable {
                     try whole.withUnsafeBytes { _ = try disk.store(record, body: $0, pace: pace) }
                 }
             }
-        } catch DiskCacheError.noSpace {
+        } catch {
+            report(error, storing: record)
+        }
+    }
+
+    /// Logs a failed write: a full disk at most once a minute, anything else each time.
+    private func report(_ error: any Error, storing record: CacheRecord) {
+        switch error {
+        case DiskCacheError.noSpace:
             let now = DispatchTime.now().uptimeNanoseconds
             let last = lastFullDiskReport.load(ordering: .relaxed)
             guard last == 0 || now &- last >= 60_000_000_000 else { return }
@@ -155,7 +242,7 @@ public final class DiskWriteScheduler: Sendable {
                 disk cache: no space left on device (ENOSPC); serving from memory and the network, nothing partial \
                 is kept (reported once a minute)
                 """)
-        } catch {
+        default:
             logger.warning("could not write the disk cache: \(error)", metadata: ["url": "\(record.url)"])
         }
     }

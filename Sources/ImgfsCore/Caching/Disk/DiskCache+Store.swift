@@ -153,13 +153,14 @@ extension DiskCache {
         try _commitTemporaryFile(temporary, to: path, key: key)
     }
 
-    /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it; `pace` before each step of the
-    /// write and before the sync. Returns the file's path and the CRC-32 of `bytes`, computed piece by piece just
+    /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it (unless `sync` is false: a batch
+    /// syncs its files together); `pace` before each step of the write and before the sync. Returns the file's path and the CRC-32 of `bytes`, computed piece by piece just
     /// before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is going, for the write
     /// fault; a body's checksum is not known yet there.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
-    private func _writeTemporaryFile(
-        for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer, pace: () -> Void
+    func _writeTemporaryFile(
+        for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer, pace: () -> Void,
+        sync: Bool = true
     ) throws -> (path: String, checksum: UInt32) {
         let temporary = layout.temporaryPath(for: key)
         var checksum: UInt32 = 0
@@ -178,7 +179,7 @@ extension DiskCache {
                         try DiskCacheIO.writeAll(fd, piece, path: temporary)
                     }
                 }
-                if options.durable {
+                if options.durable && sync {
                     pace()
                     try DiskCacheIO.fsync(fd, path: temporary)
                 }
@@ -228,7 +229,7 @@ extension DiskCache {
     }
 
     /// Creates the key's subdirectory (and the layout directory, if someone removed it) when missing.
-    private func _prepareSubdirectory(for key: DiskCacheKey) throws {
+    func _prepareSubdirectory(for key: DiskCacheKey) throws {
         let subdirectory = layout.subdirectory(for: key)
         do {
             let created: Bool
@@ -244,7 +245,7 @@ extension DiskCache {
         }
     }
 
-    private static func encode(_ record: CacheRecord) throws -> [UInt8] {
+    static func encode(_ record: CacheRecord) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
