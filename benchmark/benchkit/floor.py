@@ -15,6 +15,8 @@ sequence instead.
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
   READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
   page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
+- disk remount-large: imgfs's own disk-cache files of the large images read directly (no FUSE) after drop_caches,
+  right after imgfs's remount rows, which also start from drop_caches: what reading those bytes from the disk costs.
 """
 import contextlib
 import os
@@ -131,6 +133,13 @@ class FloorRows:
         with self.floor.mounted("--disk", self.on_disk) as paths:
             bench.timed_read(FLOOR, "remount-small", paths, self.rels, bench.small_buffers, SMALL_READERS, "files")
 
+    def after_remount(self, cache, rest):
+        """After imgfs's last row: the disk floor of its remount-large row, then, with `rest` (back to back), every
+        other floor row."""
+        disk_floor(self.bench, cache)
+        if rest:
+            self.after_sequence()
+
     def after_sequence(self):
         """Every row, one after the other: after a back-to-back sequence, which must leave imgfs no pause."""
         self.warm()
@@ -140,3 +149,26 @@ class FloorRows:
 
     def close(self):
         self.held.close()
+
+
+def disk_floor(bench, cache):
+    """The disk-cache files of imgfs's large entries (a body file per large image, found by its size) read directly
+    by the same readers after drop_caches, as the remount-large row of the same run reads them through imgfs."""
+    by_size = {}
+    for rel in bench.large:
+        by_size.setdefault(os.path.getsize(os.path.join(bench.corpus, rel)), []).append(rel)
+    found = {}
+    for directory, _, names in os.walk(cache):
+        for name in names:
+            if name.endswith(".data"):
+                path = os.path.join(directory, name)
+                matches = by_size.get(os.path.getsize(path), [])
+                if len(matches) == 1:
+                    found[matches[0]] = path
+    if len(found) < len(bench.large):
+        bench.results.note(FLOOR, "remount-large", f"only {len(found)} of {len(bench.large)} body files told apart")
+        return
+    drop_caches()
+    # In the order of bench.large, which the readers' buffers follow.
+    paths = [found[rel] for rel in bench.large]
+    bench.timed_read(FLOOR, "remount-large", paths, bench.large, bench.large_buffers, LARGE_READERS, "bytes")

@@ -8,9 +8,8 @@ import subprocess
 import threading
 import time
 
-from .settings import (
-    DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE, SMALL_READERS,
-    WARM_PASSES)
+from .settings import (DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE,
+                       SMALL_READERS, WARM_PASSES)
 from .processes import BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log
 from .corpus import build_corpus
 from .limits import Limits
@@ -186,7 +185,7 @@ class Bench(Limits):
     def run_sequence(self, system, back_to_back=False):
         """cold-small, warm-small, ls -l, stat, cold-large, warm-large, drop_caches, both again, remount, both
         again: on one mount (and its cache after the remount). The warm passes between the two cold ones give the disk
-        writer time, drop_caches syncs first, and the remount waits until the disk cache holds every entry.
+        writer time, drop_caches syncs first, the remount waits until the disk cache holds every entry, then drops it.
         back_to_back: cold-large right after cold-small, then the warm rows, drop_caches without sync and the remount
         without waiting: no pause for background disk writes anywhere."""
         name = system.name
@@ -252,6 +251,7 @@ class Bench(Limits):
                 if entries < len(rels) + len(self.large):
                     self.results.note(name, "remount-small", f"only {entries} entries on disk")
             mount.unmount()
+            drop_caches(sync=not back_to_back)  # a remount reads its disk cache from the disk (floor: disk_floor)
             mount = system.mount(url, cache=mount.cache)
             small = [mount.path(r) for r in rels]
             large = [mount.path(r) for r in self.large]
@@ -266,8 +266,8 @@ class Bench(Limits):
             rss = max(rss, mount.sample_rss())
             mount.unmount()
             self.record(name, "rss", rss, "MiB (VmHWM)")
-            if floor and not beside:
-                floor.after_sequence()
+            if floor:
+                floor.after_remount(mount.cache, rest=not beside)
         finally:
             if is_mounted(mount.mountpoint):
                 mount.abort()
