@@ -56,7 +56,7 @@ public final class DiskWriteScheduler: Sendable {
     /// Small bodies queued and not yet written, in the order they were queued: the first of their jobs to run writes
     /// all of them in batches (``DiskCaching/store(batch:)``) that share the disk cache's syncs, and the jobs of the
     /// others find nothing left to write.
-    private let smallWrites = Locked<[SmallWrite]>([])
+    private let smallWrites = Locked<[QueuedWrite]>([])
     /// When a full disk was last logged (monotonic nanoseconds; 0: never).
     private let lastFullDiskReport = Atomic<UInt64>(0)
 
@@ -122,7 +122,7 @@ public final class DiskWriteScheduler: Sendable {
         heldBytes.add(held, ordering: .relaxed)
         queuedBytes.add(size, ordering: .relaxed)
         queued.withLock { $0[record.key] = image }
-        let write = SmallWrite(image: image, record: record, held: held, disk: disk)
+        let write = QueuedWrite(image: image, record: record, held: held, disk: disk)
         if !large { smallWrites.withLock { $0.append(write) } }
         worker.submit { [self] in
             if large {
@@ -140,8 +140,8 @@ public final class DiskWriteScheduler: Sendable {
         return true
     }
 
-    /// A small body waiting for its write.
-    private struct SmallWrite: Sendable {
+    /// A body waiting for its write.
+    private struct QueuedWrite: Sendable {
         let image: CachedImage
         let record: CacheRecord
         /// What it counts in ``heldBytes``.
@@ -152,12 +152,12 @@ public final class DiskWriteScheduler: Sendable {
     /// The most bodies, and bytes, one batch writes.
     private static let batchLimits = (count: 256, bytes: 8 << 20)
 
-    private func isStillQueued(_ write: SmallWrite) -> Bool {
+    private func isStillQueued(_ write: QueuedWrite) -> Bool {
         queued.withLock { $0[write.record.key]?.bytes === write.image.bytes }
     }
 
     /// A write landed, failed or was called off: it leaves the queue and its counts.
-    private func finished(_ write: SmallWrite) {
+    private func finished(_ write: QueuedWrite) {
         heldBytes.subtract(write.held, ordering: .relaxed)
         queuedBytes.subtract(write.record.size, ordering: .relaxed)
         queued.withLock { writes in
@@ -171,7 +171,7 @@ public final class DiskWriteScheduler: Sendable {
             defer { waiting.removeAll() }
             return waiting
         }
-        var batch: [SmallWrite] = []
+        var batch: [QueuedWrite] = []
         var bytes = 0
         for write in writes where isStillQueued(write) {
             if let first = batch.first,
@@ -190,7 +190,7 @@ public final class DiskWriteScheduler: Sendable {
     }
 
     /// One ``DiskCaching/store(batch:)`` of `writes` (all to the same disk cache), from one copy of their bodies.
-    private func storeBatch(_ writes: [SmallWrite]) {
+    private func storeBatch(_ writes: [QueuedWrite]) {
         var bodies: [UInt8] = []
         bodies.reserveCapacity(writes.reduce(0) { $0 + $1.record.size })
         for write in writes {
