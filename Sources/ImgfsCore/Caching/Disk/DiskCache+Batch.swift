@@ -110,14 +110,7 @@ extension DiskCache {
                 results[write.position] = .failure(error.diskCacheError)
                 continue
             }
-            let stored = write.stored
-            let entry = DiskCacheEntry(
-                key: write.key, size: stored.size, checksum: stored.checksum,
-                lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
-                expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored), verified: true)
-            if let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum {
-                write.replacedData = layout.dataPath(for: write.key, checksum: replaced.checksum)
-            }
+            write.replacedData = _index(write.stored, key: write.key)
             committed.append(write)
         }
         // The new records are in place but may not survive a crash if this sync fails: keep neither entry rather

@@ -62,14 +62,7 @@ extension DiskCache {
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
             _removeFiles(of: victims)
             try _writeEntry(stored, key: key, bodyFile: bodyFile, dataPath: dataPath, meta: meta, previous: previous)
-            let entry = DiskCacheEntry(
-                key: key, size: stored.size, checksum: stored.checksum,
-                lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
-                expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored),
-                verified: true)
-            if let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum {
-                _removeFile(layout.dataPath(for: key, checksum: replaced.checksum))
-            }
+            if let replacedData = _index(stored, key: key) { _removeFile(replacedData) }
         }
         return stored
     }
@@ -116,6 +109,18 @@ extension DiskCache {
         }
     }
 
+    /// With the write lock held, once the body and the record of `stored` are in place: puts its entry in the index
+    /// (verified, its record loaded), and returns the body file of the entry it replaced when that is another file,
+    /// for the caller to remove once the new record is safely in place.
+    func _index(_ stored: CacheRecord, key: DiskCacheKey) -> String? {
+        let entry = DiskCacheEntry(
+            key: key, size: stored.size, checksum: stored.checksum,
+            lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
+            expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored), verified: true)
+        guard let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum else { return nil }
+        return layout.dataPath(for: key, checksum: replaced.checksum)
+    }
+
     // MARK: - Writing files (write lock held, except for the temporary files)
 
     /// Commits the body (already written and synced to `bodyFile`), then the record, of `stored`; on failure removes
@@ -154,8 +159,8 @@ extension DiskCache {
     }
 
     /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it (unless `sync` is false: a batch
-    /// syncs its files together); `pace` before each step of the write and before the sync. Returns the file's path and the CRC-32 of `bytes`, computed piece by piece just
-    /// before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is going, for the write
+    /// syncs its files together); `pace` before each step of the write and before the sync. Returns the file's path
+    /// and the CRC-32 of `bytes`, computed piece by piece just before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is going, for the write
     /// fault; a body's checksum is not known yet there.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
     func _writeTemporaryFile(
