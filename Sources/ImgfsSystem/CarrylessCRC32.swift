@@ -15,7 +15,6 @@ public enum CarrylessCRC32 {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
             return imgfs_crc32_update(crc, base, bytes.count)
         }
-        let check = Array("123456789".utf8).withUnsafeBytes { update(0, $0) }
-        return check == 0xCBF4_3926 ? update : nil
+        return CRC32CheckValue.verified(update)
     }()
 }

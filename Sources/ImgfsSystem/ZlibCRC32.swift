@@ -17,7 +17,6 @@ public enum ZlibCRC32 {
             return UInt32(
                 truncatingIfNeeded: function(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
         }
-        let check = Array("123456789".utf8).withUnsafeBytes { update(0, $0) }
-        return check == 0xCBF4_3926 ? update : nil
+        return CRC32CheckValue.verified(update)
     }()
 }
