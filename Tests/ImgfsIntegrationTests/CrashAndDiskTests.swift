@@ -79,6 +79,12 @@ struct CrashAndDiskTests {
                 let size = CachingIntegrationTests.size("\(tiny)/cache/v1/\(name)")
                 #expect(images.contains { $0.count == size }, "every kept body is whole: \(name)")
             }
+            for name in files where name.hasSuffix(".entry") {
+                // <key>.<crc>.<size>.entry: the body of <size> bytes, then its record.
+                let size = Int(name.split(separator: ".").dropLast().last ?? "", radix: 16) ?? -1
+                #expect(images.contains { $0.count == size }, "every kept body is whole: \(name)")
+                #expect(CachingIntegrationTests.size("\(tiny)/cache/v1/\(name)") > size, "with its record")
+            }
         }
     }
 

@@ -63,7 +63,9 @@ struct KeepOfflineTests {
             toFile: policy, atomically: true, encoding: .utf8)
         let cache = "\(directory)/cache"
         func entries() -> Int {
-            ((try? FileManager.default.subpathsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".data") }.count
+            ((try? FileManager.default.subpathsOfDirectory(atPath: cache)) ?? []).filter {
+                $0.hasSuffix(".data") || $0.hasSuffix(".entry")
+            }.count
         }
         let fetchedAt = Date()
         do {

@@ -179,7 +179,9 @@ struct RequestRulesTests {
             #expect(origin.totalRequests == 1)
             #expect(origin.requests().first?.path == "/signed.jpg?w=300&X-Amz-Signature=aaa111&X-Amz-Date=1")
         }
-        let entries = try FileManager.default.subpathsOfDirectory(atPath: cache).filter { $0.hasSuffix(".data") }
+        let entries = try FileManager.default.subpathsOfDirectory(atPath: cache).filter {
+            $0.hasSuffix(".data") || $0.hasSuffix(".entry")
+        }
         #expect(entries.count == 1, "\(entries)")
         do {
             // After a restart, a third signature is a disk hit: no request at all.

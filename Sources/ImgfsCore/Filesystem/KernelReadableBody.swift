@@ -30,9 +30,9 @@ public struct KernelReadableBody: Sendable {
         self.identity = .memory(ObjectIdentifier(body.bytes))
     }
 
-    /// The disk-cache file `file`, when it holds the image of `size` bytes.
+    /// The disk-cache file `file`, when it holds the image of `size` bytes and nothing else.
     init?(_ file: DiskBodyFile, size: Int) {
-        guard file.size == size else { return nil }
+        guard file.size == size, file.isWholeFile else { return nil }
         self.descriptor = file.descriptor
         self.owner = file
         self.identity = .file(device: file.device, inode: file.inode)

@@ -18,13 +18,16 @@ struct DiskCacheFixture {
 
     static let logger = Logger(label: "imgfs.disk-cache.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// A cache on the directory (not fsyncing unless `durable`, to keep tests fast).
+    /// A cache on the directory (not fsyncing unless `durable`, to keep tests fast), keeping every body in a data file
+    /// beside its record unless `singleFileLimit` (the largest body kept in one entry file with its record) says so.
     func open(
         sizeLimit: Int = 1 << 30, durable: Bool = false, now: (@Sendable () -> Date)? = nil,
-        writeFault: (@Sendable (String) -> Int32?)? = nil, paceStep: Int? = nil
+        writeFault: (@Sendable (String) -> Int32?)? = nil, paceStep: Int? = nil,
+        singleFileLimit: Int = -1
     ) throws -> DiskCache {
         var options = DiskCacheOptions()
         options.durable = durable
+        options.singleFileLimit = singleFileLimit
         if let paceStep { options.paceStep = paceStep }
         if let now { options.now = now }
         options.writeFault = writeFault
@@ -63,6 +66,11 @@ struct DiskCacheFixture {
         subdirectory(for: key).appendingPathComponent(key + "." + DiskCacheLayout.hex(checksum) + ".data")
     }
 
+    func entryFile(for key: String, checksum: UInt32, size: Int) -> URL {
+        subdirectory(for: key).appendingPathComponent(
+            key + "." + DiskCacheLayout.hex(checksum) + "." + DiskCacheLayout.hex(UInt32(size)) + ".entry")
+    }
+
     /// Every regular file under the layout directory except the lock file, relative to it.
     func files() -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: root.path)
@@ -76,7 +84,7 @@ struct DiskCacheFixture {
         return files.sorted()
     }
 
-    /// The sum of the sizes of ``files()``, and of the bodies (`.data`) alone.
+    /// The sum of the sizes of ``files()``, and of the bodies (`.data`, and the bodies in `.entry` files) alone.
     func diskUsage() -> (all: Int, bodies: Int) {
         var all = 0
         var bodies = 0
@@ -86,6 +94,9 @@ struct DiskCacheFixture {
                     as? Int) ?? 0
             all += size
             if path.hasSuffix(".data") { bodies += size }
+            if path.hasSuffix(".entry"), let hex = path.split(separator: ".").dropLast().last {
+                bodies += Int(hex, radix: 16) ?? 0
+            }
         }
         return (all, bodies)
     }

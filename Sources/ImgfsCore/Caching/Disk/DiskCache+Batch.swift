@@ -6,20 +6,24 @@ extension DiskCache {
         let position: Int
         let key: DiskCacheKey
         let stored: CacheRecord
+        /// The body's temporary file; for a small body, its entry file's (the record follows the body).
         let bodyFile: String
-        let recordFile: String
+        /// The record's temporary file; nil for an entry file.
+        let recordFile: String?
+        /// Where `bodyFile` goes.
         var dataPath: String
         var dataIsNew = true
-        /// The replaced entry's body, removed once the new record is safely in place.
-        var replacedData: String?
+        /// The replaced entry's files that the new entry does not use, removed once the new entry is safely in place.
+        var replaced: [String] = []
     }
 
     /// Stores each body under its record's key as ``store(_:body:pace:)`` does, with the same guarantees (a crash
     /// leaves each entry old or new, never a half file), but with the syncs shared by the whole batch: the bodies and
     /// records go to temporary files, one sync of the file system, the bodies are renamed into place, a second sync,
     /// the records are renamed into place (each entry's commit), a third sync; the bodies of replaced entries are
-    /// removed after it. Three syncs for the batch instead of four `fsync`s per entry, which on ext4 cost several
-    /// times the CPU time of fetching a small image. Returns each store's result, in order; a body that fails leaves
+    /// removed after it. A small body and its record go to one entry file, renamed into place with the records. Three
+    /// syncs for the batch instead of four `fsync`s per entry, which on ext4 cost several times the CPU time of
+    /// fetching a small image. Returns each store's result, in order; a body that fails leaves
     /// the others alone, a failed sync fails every body it was for (and leaves the old entries, or, after the
     /// records were renamed, neither).
     public func store(batch writes: [DiskCacheWrite]) -> [Result<CacheRecord, any Error>] {
@@ -43,7 +47,7 @@ extension DiskCache {
         } catch {
             for write in staged {
                 _removeFile(write.bodyFile)
-                _removeFile(write.recordFile)
+                if let recordFile = write.recordFile { _removeFile(recordFile) }
                 results[write.position] = .failure(error.diskCacheError)
             }
             return results
@@ -59,13 +63,20 @@ extension DiskCache {
         var stored = record
         stored.size = body.count
         stored.lastAccess = options.now()
+        let single = body.count <= options.singleFileLimit
         let bodyFile: String
         do {
             try _prepareSubdirectory(for: key)
             (bodyFile, stored.checksum) = try _writeTemporaryFile(
-                for: key, finalPath: layout.dataPath(for: key, checksum: 0), bytes: body, pace: {}, sync: false)
+                for: key, finalPath: layout.dataPath(for: key, checksum: 0), bytes: body, pace: {}, sync: false,
+                trailer: single ? { [stored] in try Self.encode(stored, checksum: $0) } : nil)
         } catch let failure as DiskCacheCommitFailure {
             throw failure.error
+        }
+        if single {
+            return StagedWrite(
+                position: position, key: key, stored: stored, bodyFile: bodyFile, recordFile: nil,
+                dataPath: layout.entryPath(for: key, checksum: stored.checksum, size: stored.size))
         }
         do {
             let meta = try Self.encode(stored)
@@ -90,13 +101,17 @@ extension DiskCache {
         _removeFiles(of: withIndex { _makeRoom(for: nil, size: total, in: &$0) })
         var placed: [StagedWrite] = []
         for var write in staged {
-            write.dataIsNew = withIndex { $0.entry(write.key) }?.checksum != write.stored.checksum
+            write.dataIsNew = withIndex { $0.entry(write.key) }.map(layout.bodyPath(of:)) != write.dataPath
+            if write.recordFile == nil {
+                placed.append(write)  // an entry file: renamed with the records
+                continue
+            }
             do {
                 try DiskCacheIO.rename(write.bodyFile, to: write.dataPath)
                 placed.append(write)
             } catch {
                 _removeFile(write.bodyFile)
-                _removeFile(write.recordFile)
+                if let recordFile = write.recordFile { _removeFile(recordFile) }
                 results[write.position] = .failure(error.diskCacheError)
             }
         }
@@ -104,20 +119,24 @@ extension DiskCache {
         var committed: [StagedWrite] = []
         for var write in placed {
             do {
-                try DiskCacheIO.rename(write.recordFile, to: layout.metaPath(for: write.key))
+                if let recordFile = write.recordFile {
+                    try DiskCacheIO.rename(recordFile, to: layout.metaPath(for: write.key))
+                } else {
+                    try DiskCacheIO.rename(write.bodyFile, to: write.dataPath)
+                }
             } catch {
                 undoPlacement(write)
                 results[write.position] = .failure(error.diskCacheError)
                 continue
             }
-            write.replacedData = _index(write.stored, key: write.key)
+            write.replaced = _index(write.stored, key: write.key, singleFile: write.recordFile == nil)
             committed.append(write)
         }
         // The new records are in place but may not survive a crash if this sync fails: keep neither entry rather
         // than guess, as a single store does.
         guard synced(committed, into: &results, undo: undoCommit) else { return }
         for write in committed {
-            if let replacedData = write.replacedData { _removeFile(replacedData) }
+            for replaced in write.replaced { _removeFile(replaced) }
             results[write.position] = .success(write.stored)
         }
     }
@@ -140,15 +159,16 @@ extension DiskCache {
     }
 
     /// A placed body whose record was not committed: its record's temporary file goes, and its body unless the old
-    /// entry has the same one.
+    /// entry has the same one (an entry file not renamed yet: its temporary file goes).
     private func undoPlacement(_ write: StagedWrite) {
-        _removeFile(write.recordFile)
+        guard let recordFile = write.recordFile else { return _removeFile(write.bodyFile) }
+        _removeFile(recordFile)
         if write.dataIsNew { _removeFile(write.dataPath) }
     }
 
     /// A committed entry whose commit may not survive a crash: the entry and its files go, with the replaced body.
     private func undoCommit(_ write: StagedWrite) {
         _removeFiles(of: withIndex { $0.remove(write.key) }.map { [$0] } ?? [])
-        if let replacedData = write.replacedData { _removeFile(replacedData) }
+        for replaced in write.replaced { _removeFile(replaced) }
     }
 }

@@ -44,7 +44,7 @@ extension DiskCache {
             var intact = bytes.count == length
             if intact && !verified {
                 let fileSize = Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)
-                intact = fileSize == record.size && DiskCacheCRC32.checksum(bytes) == record.checksum
+                intact = entry.holdsBody(inFileOf: fileSize) && DiskCacheCRC32.checksum(bytes) == record.checksum
             }
             guard intact else {
                 try discardDamaged(entry)
@@ -72,7 +72,13 @@ extension DiskCache {
             guard let (fd, entry, record, path) = try openDataFile(key) else { continue }
             let file: DiskBodyFile
             do {
-                file = DiskBodyFile(descriptor: fd, status: try DiskCacheIO.fileStatus(fd, path: path), path: path)
+                let status = try DiskCacheIO.fileStatus(fd, path: path)
+                guard entry.holdsBody(inFileOf: Int(status.st_size)) else {
+                    try? DiskCacheIO.close(fd, path: path)
+                    try discardDamaged(entry)
+                    continue
+                }
+                file = DiskBodyFile(descriptor: fd, size: entry.size, status: status, path: path)
             } catch {
                 try? DiskCacheIO.close(fd, path: path)
                 throw error.diskCacheError
@@ -95,7 +101,7 @@ extension DiskCache {
         _ key: DiskCacheKey
     ) throws -> (fd: Int32, entry: DiskCacheEntry, record: CacheRecord, path: String)? {
         let (entry, record) = try loadRecord(key)
-        let path = layout.dataPath(for: key, checksum: entry.checksum)
+        let path = layout.bodyPath(of: entry)
         do {
             return (try DiskCacheIO.open(path, O_RDONLY), entry, record, path)
         } catch let error as DiskCacheSystemError where error.isMissing {
@@ -168,7 +174,9 @@ extension DiskCache {
 
     /// The record file of `entry`, decoded and checked against the entry's files (key, checksum, size).
     func readRecord(_ entry: DiskCacheEntry) throws -> CacheRecord {
-        let bytes = try DiskCacheIO.readSmallFile(layout.metaPath(for: entry.key))
+        let bytes =
+            entry.singleFile
+            ? try readRecordBytes(ofEntryFile: entry) : try DiskCacheIO.readSmallFile(layout.metaPath(for: entry.key))
         let record = try CacheRecordParser.decode(bytes)
         guard record.key == entry.key.description, record.checksum == entry.checksum, record.size == entry.size else {
             throw DiskCacheError.corrupt(entry.key.description)
@@ -180,7 +188,7 @@ extension DiskCache {
 
     /// Whether the file open as `fd` has the entry's size and checksum; reads it in pieces.
     private func checksumMatches(_ fd: Int32, _ entry: DiskCacheEntry, path: String) throws -> Bool {
-        guard Int(try DiskCacheIO.fileStatus(fd, path: path).st_size) == entry.size else { return false }
+        guard entry.holdsBody(inFileOf: Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)) else { return false }
         var buffer = [UInt8](repeating: 0, count: min(entry.size, 1 << 18))
         var checksum: UInt32 = 0
         var offset = 0

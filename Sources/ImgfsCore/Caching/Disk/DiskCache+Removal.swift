@@ -141,8 +141,7 @@ extension DiskCache {
     /// so that an interrupted removal leaves a body without a record, which the next start removes).
     func _removeFiles(of entries: [DiskCacheEntry]) {
         for entry in entries {
-            _removeFile(layout.metaPath(for: entry.key))
-            _removeFile(layout.dataPath(for: entry.key, checksum: entry.checksum))
+            for path in layout.files(of: entry) { _removeFile(path) }
         }
     }
 

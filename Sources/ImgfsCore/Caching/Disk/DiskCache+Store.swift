@@ -41,14 +41,20 @@ extension DiskCache {
             withWriteLock { _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? []) }
             return stored
         }
+        let single = body.count <= options.singleFileLimit
         let bodyFile: String
         do {
             try _prepareSubdirectory(for: key)
             // One pass over the body: each piece is checksummed and written while it is in the processor's cache.
             (bodyFile, stored.checksum) = try _writeTemporaryFile(
-                for: key, finalPath: layout.dataPath(for: key, checksum: 0), bytes: body, pace: pace)
+                for: key, finalPath: layout.dataPath(for: key, checksum: 0), bytes: body, pace: pace,
+                trailer: single ? { [stored] in try Self.encode(stored, checksum: $0) } : nil)
         } catch let failure as DiskCacheCommitFailure {
             throw failure.error
+        }
+        if single {
+            try withWriteLock { try _commitEntryFile(bodyFile, stored: stored, key: key) }
+            return stored
         }
         let dataPath = layout.dataPath(for: key, checksum: stored.checksum)
         let meta: [UInt8]
@@ -62,7 +68,7 @@ extension DiskCache {
             let (previous, victims) = withIndex { ($0.entry(key), _makeRoom(for: key, size: body.count, in: &$0)) }
             _removeFiles(of: victims)
             try _writeEntry(stored, key: key, bodyFile: bodyFile, dataPath: dataPath, meta: meta, previous: previous)
-            if let replacedData = _index(stored, key: key) { _removeFile(replacedData) }
+            for replaced in _index(stored, key: key) { _removeFile(replaced) }
         }
         return stored
     }
@@ -93,7 +99,11 @@ extension DiskCache {
             var failure: DiskCacheCommitFailure?
             do {
                 try _prepareSubdirectory(for: key)
-                try meta.withUnsafeBytes { try _replaceFile(at: layout.metaPath(for: key), key: key, with: $0) }
+                if entry.singleFile {
+                    try _rewriteEntryFile(entry, record: meta)
+                } else {
+                    try meta.withUnsafeBytes { try _replaceFile(at: layout.metaPath(for: key), key: key, with: $0) }
+                }
             } catch let error as DiskCacheCommitFailure {
                 guard error.committed else { throw error.error }
                 failure = error
@@ -110,15 +120,17 @@ extension DiskCache {
     }
 
     /// With the write lock held, once the body and the record of `stored` are in place: puts its entry in the index
-    /// (verified, its record loaded), and returns the body file of the entry it replaced when that is another file,
-    /// for the caller to remove once the new record is safely in place.
-    func _index(_ stored: CacheRecord, key: DiskCacheKey) -> String? {
+    /// (verified, its record loaded), and returns the files of the entry it replaced that the new entry does not use,
+    /// for the caller to remove once the new entry is safely in place.
+    func _index(_ stored: CacheRecord, key: DiskCacheKey, singleFile: Bool = false) -> [String] {
         let entry = DiskCacheEntry(
             key: key, size: stored.size, checksum: stored.checksum,
             lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
-            expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored), verified: true)
-        guard let replaced = withIndex({ $0.insert(entry) }), replaced.checksum != stored.checksum else { return nil }
-        return layout.dataPath(for: key, checksum: replaced.checksum)
+            expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored), verified: true,
+            singleFile: singleFile)
+        guard let replaced = withIndex({ $0.insert(entry) }) else { return [] }
+        let kept = Set(layout.files(of: entry))
+        return layout.files(of: replaced).filter { !kept.contains($0) }
     }
 
     // MARK: - Writing files (write lock held, except for the temporary files)
@@ -129,7 +141,7 @@ extension DiskCache {
         _ stored: CacheRecord, key: DiskCacheKey, bodyFile: String, dataPath: String,
         meta: [UInt8], previous: DiskCacheEntry?
     ) throws {
-        let dataIsNew = previous?.checksum != stored.checksum
+        let dataIsNew = previous.map(layout.bodyPath(of:)) != dataPath
         do {
             try _commitTemporaryFile(bodyFile, to: dataPath, key: key)
         } catch let failure as DiskCacheCommitFailure {
@@ -158,14 +170,15 @@ extension DiskCache {
         try _commitTemporaryFile(temporary, to: path, key: key)
     }
 
-    /// Writes `bytes` to a new temporary file in the key's subdirectory and syncs it (unless `sync` is false: a batch
-    /// syncs its files together); `pace` before each step of the write and before the sync. Returns the file's path
-    /// and the CRC-32 of `bytes`, computed piece by piece just before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is going, for the write
-    /// fault; a body's checksum is not known yet there.)
+    /// Writes `bytes` to a new temporary file in the key's subdirectory, then what `trailer` makes of their CRC-32
+    /// (an entry file's record), and syncs it (unless `sync` is false: a batch syncs its files together); `pace`
+    /// before each step of the write and before the sync. Returns the file's path and the CRC-32 of `bytes`, computed
+    /// piece by piece just before each piece is written. Needs no lock: the name is new. (`finalPath` is where it is
+    /// going, for the write fault; a body's checksum is not known yet there.)
     /// - Throws: ``DiskCacheCommitFailure`` (not committed); the temporary file is removed.
     func _writeTemporaryFile(
         for key: DiskCacheKey, finalPath: String, bytes: UnsafeRawBufferPointer, pace: () -> Void,
-        sync: Bool = true
+        sync: Bool = true, trailer: ((UInt32) throws -> [UInt8])? = nil
     ) throws -> (path: String, checksum: UInt32) {
         let temporary = layout.temporaryPath(for: key)
         var checksum: UInt32 = 0
@@ -183,6 +196,9 @@ extension DiskCache {
                         checksum = DiskCacheCRC32.update(checksum, with: piece)
                         try DiskCacheIO.writeAll(fd, piece, path: temporary)
                     }
+                }
+                if let trailer {
+                    try trailer(checksum).withUnsafeBytes { try DiskCacheIO.writeAll(fd, $0, path: temporary) }
                 }
                 if options.durable && sync {
                     pace()
@@ -202,7 +218,7 @@ extension DiskCache {
 
     /// Renames the synced `temporary` file to `path` and syncs the directory.
     /// - Throws: ``DiskCacheCommitFailure``; `temporary` is removed whenever the rename did not happen.
-    private func _commitTemporaryFile(_ temporary: String, to path: String, key: DiskCacheKey) throws {
+    func _commitTemporaryFile(_ temporary: String, to path: String, key: DiskCacheKey) throws {
         do {
             try DiskCacheIO.rename(temporary, to: path)
         } catch {
@@ -248,6 +264,13 @@ extension DiskCache {
         } catch {
             throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
         }
+    }
+
+    /// `record` encoded with `checksum` as its body's CRC-32.
+    static func encode(_ record: CacheRecord, checksum: UInt32) throws -> [UInt8] {
+        var record = record
+        record.checksum = checksum
+        return try encode(record)
     }
 
     static func encode(_ record: CacheRecord) throws -> [UInt8] {

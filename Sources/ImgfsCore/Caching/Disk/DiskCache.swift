@@ -141,7 +141,7 @@ public final class DiskCache: Sendable {
 
     // MARK: - Use
 
-    /// Marks the entry `key` as used now, for least-recently-used eviction. Does disk I/O (setting the data file's
+    /// Marks the entry `key` as used now, for least-recently-used eviction. Does disk I/O (setting the body file's
     /// modification time, so the order survives restarts) at most about once a minute per entry. Unknown keys are
     /// ignored.
     public func touch(key: String) {
@@ -151,16 +151,16 @@ public final class DiskCache: Sendable {
     /// Marks `key` used now, persisting the time when the last persisted one is older than the interval.
     func markUsed(_ key: DiskCacheKey) {
         let now = options.now()
-        let checksum: UInt32? = withIndex { index in
+        let bodyPath: String? = withIndex { index in
             guard let entry = index.markUsed(key, at: now),
                 abs(now.timeIntervalSince(entry.persistedAccess)) >= options.accessPersistInterval
             else { return nil }
             index.modify(key, generation: entry.generation) { $0.persistedAccess = now }
-            return entry.checksum
+            return layout.bodyPath(of: entry)
         }
-        guard let checksum else { return }
+        guard let bodyPath else { return }
         do {
-            try DiskCacheIO.setModificationTime(layout.dataPath(for: key, checksum: checksum), to: now)
+            try DiskCacheIO.setModificationTime(bodyPath, to: now)
         } catch let error as DiskCacheSystemError where error.isMissing {
             return  // removed meanwhile
         } catch {

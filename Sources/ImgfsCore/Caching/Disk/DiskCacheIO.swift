@@ -243,4 +243,9 @@ extension stat {
     var modificationDate: Date {
         Date(timeIntervalSince1970: Double(st_mtim.tv_sec) + Double(st_mtim.tv_nsec) / 1e9)
     }
+
+    /// The status-change time as a `Date` (a rename sets it, on Linux file systems).
+    var changeDate: Date {
+        Date(timeIntervalSince1970: Double(st_ctim.tv_sec) + Double(st_ctim.tv_nsec) / 1e9)
+    }
 }

@@ -20,10 +20,12 @@ struct DiskCacheEntry: Sendable {
     var checksum: UInt32
     /// Whether the body was checked against its checksum since the cache was opened.
     var verified = false
+    /// Whether the body and the record are in one entry file (the body first) rather than a data file and a record.
+    var singleFile = false
 
     init(
         key: DiskCacheKey, size: Int, checksum: UInt32, lastAccess: Date, persistedAccess: Date,
-        expiresAt: Date? = nil, loaded: DiskCacheLoadedRecord? = nil, verified: Bool = false
+        expiresAt: Date? = nil, loaded: DiskCacheLoadedRecord? = nil, verified: Bool = false, singleFile: Bool = false
     ) {
         self.key = key
         self.size = size
@@ -33,6 +35,15 @@ struct DiskCacheEntry: Sendable {
         self.expiresAt = expiresAt
         self.loaded = loaded
         self.verified = verified
+        self.singleFile = singleFile
+    }
+}
+
+extension DiskCacheEntry {
+    /// Whether a file of `fileSize` bytes can hold this entry's body as the entry's file kind does: exactly, or
+    /// followed by the record in an entry file.
+    func holdsBody(inFileOf fileSize: Int) -> Bool {
+        singleFile ? fileSize > size : fileSize == size
     }
 }
 

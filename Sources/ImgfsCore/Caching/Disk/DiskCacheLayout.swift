@@ -4,12 +4,16 @@
 /// <directory>/v1/lock                          held with flock by every open DiskCache on this directory
 /// <directory>/v1/<k0k1>/<key>.meta             the CacheRecord as JSON
 /// <directory>/v1/<k0k1>/<key>.<crc>.data       the body; <crc> is its CRC-32 as 8 lower-case hex digits
+/// <directory>/v1/<k0k1>/<key>.<crc>.<size>.entry  instead of both: a small body followed by its record (JSON);
+///                                              <size> is the body's length as 8 lower-case hex digits
 /// <directory>/v1/<k0k1>/<key>.<random>.tmp     a write in progress (or the leftover of an interrupted one)
 /// ```
 /// `<k0k1>` is the first two characters of the key, giving 256 subdirectories. Names come only from the key (never
 /// from URL text). The data file's name carries the checksum the record names, so replacing an entry never
 /// overwrites the file an older record points to; a data file and its record are committed in that order, so a
-/// record never names a body that is not completely on disk. Other names in these directories are left alone.
+/// record never names a body that is not completely on disk. An entry file is committed by one rename; reading an
+/// entry whose record and body are in one file takes one read of the disk instead of two. Other names in these
+/// directories are left alone.
 struct DiskCacheLayout: Sendable {
     /// `<directory>/v1`.
     let root: String
@@ -39,7 +43,27 @@ struct DiskCacheLayout: Sendable {
         subdirectory(for: key) + "/\(key)." + Self.hex(UInt64.random(in: 0...UInt64.max)) + ".tmp"
     }
 
+    func entryPath(for key: DiskCacheKey, checksum: UInt32, size: Int) -> String {
+        subdirectory(for: key) + "/" + Self.entryName(key, checksum: checksum, size: size)
+    }
+
+    /// The file that holds `entry`'s body (from offset 0).
+    func bodyPath(of entry: DiskCacheEntry) -> String {
+        entry.singleFile
+            ? entryPath(for: entry.key, checksum: entry.checksum, size: entry.size)
+            : dataPath(for: entry.key, checksum: entry.checksum)
+    }
+
+    /// The files of `entry`, the one holding its record first.
+    func files(of entry: DiskCacheEntry) -> [String] {
+        entry.singleFile ? [bodyPath(of: entry)] : [metaPath(for: entry.key), bodyPath(of: entry)]
+    }
+
     static func metaName(_ key: DiskCacheKey) -> String { "\(key).meta" }
+
+    static func entryName(_ key: DiskCacheKey, checksum: UInt32, size: Int) -> String {
+        "\(key)." + hex(checksum) + "." + hex(UInt32(truncatingIfNeeded: size)) + ".entry"
+    }
 
     static func dataName(_ key: DiskCacheKey, checksum: UInt32) -> String { "\(key)." + hex(checksum) + ".data" }
 
@@ -49,6 +73,7 @@ struct DiskCacheLayout: Sendable {
     enum Name: Equatable {
         case meta(key: DiskCacheKey)
         case data(key: DiskCacheKey, checksum: UInt32)
+        case entry(key: DiskCacheKey, checksum: UInt32, size: Int)
         case temporary
         case other
     }
@@ -63,15 +88,22 @@ struct DiskCacheLayout: Sendable {
         if length > 4, matches(name + length - 4, ".tmp") { return .temporary }
         guard length >= 69, name[64] == UInt8(ascii: "."), let key = DiskCacheKey(hex: name) else { return .other }
         if length == 69, matches(name + 64, ".meta") { return .meta(key: key) }
-        if length == 78, matches(name + 73, ".data") {
-            var checksum: UInt32 = 0
-            for index in 65..<73 {
-                guard let digit = hexValue(name[index]) else { return .other }
-                checksum = checksum << 4 | UInt32(digit)
-            }
-            return .data(key: key, checksum: checksum)
+        guard length >= 78, let checksum = hexNumber(name + 65) else { return .other }
+        if length == 78, matches(name + 73, ".data") { return .data(key: key, checksum: checksum) }
+        if length == 88, name[73] == UInt8(ascii: "."), let size = hexNumber(name + 74), matches(name + 82, ".entry") {
+            return .entry(key: key, checksum: checksum, size: Int(size))
         }
         return .other
+    }
+
+    /// The 8 hexadecimal digits at `digits`, or nil.
+    private static func hexNumber(_ digits: UnsafePointer<UInt8>) -> UInt32? {
+        var value: UInt32 = 0
+        for index in 0..<8 {
+            guard let digit = hexValue(digits[index]) else { return nil }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
     }
 
     // MARK: - Hexadecimal

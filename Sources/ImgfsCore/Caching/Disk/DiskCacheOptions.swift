@@ -7,6 +7,9 @@ struct DiskCacheOptions: Sendable {
     var durable = true
     /// How often at most an entry's last use is written to disk (as its data file's modification time).
     var accessPersistInterval: TimeInterval = 60
+    /// Bodies of at most this many bytes are stored with their record in one entry file (see ``DiskCacheLayout``);
+    /// negative: none.
+    var singleFileLimit = 64 << 10
     /// The largest step of a body's checksum or write between two calls of a store's `pace`.
     var paceStep = 1 << 20
     /// When a record stops being fresh (what sweeps compare): by default its stored expiry; the mount passes its

@@ -4,7 +4,8 @@ import Synchronization
 
 /// Builds the index at startup from the names and statuses of the files, without reading bodies or records (except
 /// the record of a key left with two data files by a crash during a replacement), and removes what a crash or an
-/// interruption left: temporary files, data files without a record, records without a data file, misplaced files.
+/// interruption left: temporary files, data files without a record, records without a data file, misplaced files,
+/// and the older files of a key left with two complete entries (an entry file and another entry).
 ///
 /// When another live ``DiskCache`` shares the directory (`exclusive` false), only leftovers older than a minute are
 /// removed, so its writes in progress are not disturbed.
@@ -20,10 +21,21 @@ struct DiskCacheScanner {
         var removedFiles = 0
     }
 
+    /// A data file or an entry file.
     private struct DataFile {
         var checksum: UInt32
         var size: Int
         var modified: Date
+        /// When it was last renamed (or touched): of two complete entries for one key, the later one is kept.
+        var changed: Date
+        /// An entry file (the body and its record).
+        var single = false
+
+        func names(_ key: DiskCacheKey) -> [String] {
+            single
+                ? [DiskCacheLayout.entryName(key, checksum: checksum, size: size)]
+                : [DiskCacheLayout.metaName(key), DiskCacheLayout.dataName(key, checksum: checksum)]
+        }
     }
 
     // MARK: - Scanning
@@ -84,11 +96,13 @@ struct DiskCacheScanner {
         var metas = Set<DiskCacheKey>()
         var data: [DiskCacheKey: DataFile] = [:]
         var extraData: [DiskCacheKey: [DataFile]] = [:]
+        var entryFiles: [DiskCacheKey: [DataFile]] = [:]
         var leftovers: [String] = []
         try DiskCacheIO.forEachName(in: path) { name, length, directoryFD in
             let parsed = DiskCacheLayout.parse(name, length: length)
             switch parsed {
-            case .meta(let key) where key.firstByte != firstByte, .data(let key, _) where key.firstByte != firstByte:
+            case .meta(let key) where key.firstByte != firstByte, .data(let key, _) where key.firstByte != firstByte,
+                .entry(let key, _, _) where key.firstByte != firstByte:
                 leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
             case .meta(let key):
                 metas.insert(key)
@@ -96,8 +110,22 @@ struct DiskCacheScanner {
                 let status = try name.withMemoryRebound(to: CChar.self, capacity: length + 1) {
                     try DiskCacheIO.status(of: $0, in: directoryFD, path: path)
                 }
-                let file = DataFile(checksum: checksum, size: Int(status.st_size), modified: status.modificationDate)
+                let file = DataFile(
+                    checksum: checksum, size: Int(status.st_size), modified: status.modificationDate,
+                    changed: status.changeDate)
                 if data[key] == nil { data[key] = file } else { extraData[key, default: []].append(file) }
+            case .entry(let key, let checksum, let size):
+                let status = try name.withMemoryRebound(to: CChar.self, capacity: length + 1) {
+                    try DiskCacheIO.status(of: $0, in: directoryFD, path: path)
+                }
+                guard Int(status.st_size) > size else {  // cut short: not even the whole body
+                    leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
+                    return
+                }
+                entryFiles[key, default: []].append(
+                    DataFile(
+                        checksum: checksum, size: size, modified: status.modificationDate,
+                        changed: status.changeDate, single: true))
             case .temporary:
                 leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
             case .other:
@@ -111,11 +139,18 @@ struct DiskCacheScanner {
                 continue
             }
             if files.count > 1 { files = resolve(key, files, leftovers: &leftovers) }
-            guard let current = files.first else { continue }
+            entryFiles[key, default: []] += files
+        }
+        for (key, candidates) in entryFiles {
+            guard let current = candidates.max(by: { $0.changed < $1.changed }) else { continue }
+            for other in candidates
+            where other.single != current.single || other.checksum != current.checksum || other.size != current.size {
+                leftovers += other.names(key)
+            }
             result.entries.append(
                 DiskCacheEntry(
                     key: key, size: current.size, checksum: current.checksum,
-                    lastAccess: current.modified, persistedAccess: current.modified))
+                    lastAccess: current.modified, persistedAccess: current.modified, singleFile: current.single))
         }
         leftovers += metas.map(DiskCacheLayout.metaName)
         for name in leftovers where removeLeftover(path + "/" + name) { result.removedFiles += 1 }
