@@ -15,6 +15,8 @@ sequence instead.
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
   READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
   page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
+- floor remount-small-disk: the same through another fresh mount after drop_caches, the copies read from the disk,
+  as imgfs's remount-small row reads its disk cache (one file per icon, as imgfs's entry files).
 - disk remount-large: imgfs's own disk-cache files of the large images read directly (no FUSE) after drop_caches,
   right after imgfs's remount rows, which also start from drop_caches: what reading those bytes from the disk costs.
 """
@@ -128,10 +130,14 @@ class FloorRows:
                 bench.record(FLOOR, "dropped-large-cpu", bench.last_cpu / bench.large_mb() * 1e3, "ms of CPU per MB")
 
     def remount(self):
+        """The copies in the page cache, then from the disk."""
         bench = self.bench
         self.read(self.on_disk)
-        with self.floor.mounted("--disk", self.on_disk) as paths:
-            bench.timed_read(FLOOR, "remount-small", paths, self.rels, bench.small_buffers, SMALL_READERS, "files")
+        for key in ("remount-small", "remount-small-disk"):
+            if key.endswith("-disk"):
+                drop_caches()
+            with self.floor.mounted("--disk", self.on_disk) as paths:
+                bench.timed_read(FLOOR, key, paths, self.rels, bench.small_buffers, SMALL_READERS, "files")
 
     def after_remount(self, cache, rest):
         """After imgfs's last row: the disk floor of its remount-large row, then, with `rest` (back to back), every
