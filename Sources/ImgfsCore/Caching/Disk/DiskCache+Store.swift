@@ -19,7 +19,8 @@ extension DiskCache {
     /// is the body's length, `checksum` its CRC-32, `lastAccess` now.
     ///
     /// The body is committed before the record (each through a temporary file, `fsync`, `rename` and a directory
-    /// `fsync`), so a crash leaves the old entry or the new one. Least recently used entries are evicted so that the
+    /// `fsync`), so a crash leaves the old entry or the new one; a body of at most 64 KiB is committed with its record
+    /// in one entry file, in one step. Least recently used entries are evicted so that the
     /// total stays within ``sizeLimit``; the new entry is never evicted for that, but a body larger than the limit
     /// is not kept at all (any older entry with its key is removed, and the returned record is not stored).
     ///
