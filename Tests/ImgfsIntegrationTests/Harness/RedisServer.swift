@@ -5,7 +5,8 @@ import ImgfsTestSupport
 /// A real `redis-server` (Debian's) on 127.0.0.1 at a free port, started by the test and stopped by PID.
 ///
 /// Nothing is persisted (no RDB, no AOF); `stop()` sends SIGTERM and, if the server does not exit, SIGKILL; a stopped
-/// server can be started again on the same port (`restart()`). Tests call `stop()` in a `defer`.
+/// server can be started again on the same port (`restart()`). Tests call `stop()` in a `defer`; the server's log file
+/// goes when the object does.
 final class RedisServer: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -29,7 +30,10 @@ final class RedisServer: @unchecked Sendable {
         try start()
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
 
     /// The `--shared-cache` address.
     var address: String { "redis://127.0.0.1:\(port)" }
