@@ -1,5 +1,6 @@
 import Foundation
 @testable import ImgfsCore
+import Synchronization
 import Testing
 
 @Suite("Disk cache: small bodies and their records in one entry file")
@@ -10,6 +11,19 @@ struct DiskCacheEntryFileTests {
 
     func open(_ fixture: Fixture, durable: Bool = false, limit: Int = Self.limit) throws -> DiskCache {
         try fixture.open(durable: durable, singleFileLimit: limit)
+    }
+
+    /// Stores `bodies` under `urls` in one batch of `cache`.
+    func storeBatch(_ cache: DiskCache, _ urls: [String], _ bodies: [[UInt8]]) -> [Result<CacheRecord, any Error>] {
+        let joined = bodies.flatMap { $0 }
+        return joined.withUnsafeBytes { all in
+            var offset = 0
+            return cache.store(
+                batch: zip(urls, bodies).map { url, body in
+                    defer { offset += body.count }
+                    return (Fixture.record(url), UnsafeRawBufferPointer(rebasing: all[offset..<offset + body.count]))
+                })
+        }
     }
 
     @Test("a small body is one entry file: the body, then its record; read back, also after a restart")
@@ -171,6 +185,32 @@ struct DiskCacheEntryFileTests {
         #expect(try open(fixture).readAll(key: stored.key) == body)
     }
 
+    @Test("an entry file whose write fails in a batch leaves the others stored and its old entry as it was")
+    func batchFailure() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let failing = "https://example.com/failing.png"
+        let oldBody = Fixture.body(1_000, seed: 5)
+        let armed = Mutex(false)
+        let cache = try fixture.open(
+            durable: true,
+            writeFault: { path in armed.withLock { $0 } && path.contains(Fixture.key(failing)) ? EIO : nil },
+            singleFileLimit: Self.limit)
+        try cache.store(Fixture.record(failing), body: oldBody)
+        armed.withLock { $0 = true }
+        let bodies = [Fixture.body(800, seed: 6), Fixture.body(900, seed: 7), Fixture.body(600, seed: 8)]
+        let urls = ["https://example.com/first.png", failing, "https://example.com/last.png"]
+        let results = storeBatch(cache, urls, bodies)
+        #expect((try? results[0].get()) != nil && (try? results[2].get()) != nil)
+        #expect((try? results[1].get()) == nil)
+        #expect(try cache.readAll(key: Fixture.key(failing)) == oldBody, "the old entry stays")
+        #expect(fixture.files().count == 3 && fixture.files().allSatisfy { $0.hasSuffix(".entry") })
+        let reopened = try open(fixture)
+        for (url, body) in zip(urls, [bodies[0], oldBody, bodies[2]]) {
+            #expect(try reopened.readAll(key: Fixture.key(url)) == body)
+        }
+    }
+
     @Test("a batch commits small bodies as entry files beside data files, and the last use survives a restart")
     func batchAndUse() throws {
         let fixture = try Fixture()
@@ -180,17 +220,7 @@ struct DiskCacheEntryFileTests {
         let urls = bodies.indices.map { "https://example.com/\($0)" }
         do {
             let cache = try fixture.open(durable: true, now: { clock.now }, singleFileLimit: Self.limit)
-            let joined = bodies.flatMap { $0 }
-            let results = joined.withUnsafeBytes { all in
-                var offset = 0
-                return cache.store(
-                    batch: zip(urls, bodies).map { url, body in
-                        defer { offset += body.count }
-                        return (
-                            Fixture.record(url), UnsafeRawBufferPointer(rebasing: all[offset..<offset + body.count])
-                        )
-                    })
-            }
+            let results = storeBatch(cache, urls, bodies)
             #expect(results.allSatisfy { (try? $0.get()) != nil })
             #expect(fixture.files().filter { $0.hasSuffix(".entry") }.count == 2)
             #expect(fixture.files().count == 4)
