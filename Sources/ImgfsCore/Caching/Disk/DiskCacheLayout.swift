@@ -56,7 +56,16 @@ struct DiskCacheLayout: Sendable {
 
     /// The files of `entry`, the one holding its record first.
     func files(of entry: DiskCacheEntry) -> [String] {
-        entry.singleFile ? [bodyPath(of: entry)] : [metaPath(for: entry.key), bodyPath(of: entry)]
+        let subdirectory = subdirectory(for: entry.key)
+        return Self.names(entry.key, checksum: entry.checksum, size: entry.size, singleFile: entry.singleFile)
+            .map { subdirectory + "/" + $0 }
+    }
+
+    /// The names of the files of an entry of `key`, the one holding its record first: its entry file, or its record
+    /// and its data file.
+    static func names(_ key: DiskCacheKey, checksum: UInt32, size: Int, singleFile: Bool) -> [String] {
+        singleFile
+            ? [entryName(key, checksum: checksum, size: size)] : [metaName(key), dataName(key, checksum: checksum)]
     }
 
     static func metaName(_ key: DiskCacheKey) -> String { "\(key).meta" }

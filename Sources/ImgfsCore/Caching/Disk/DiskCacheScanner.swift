@@ -30,12 +30,6 @@ struct DiskCacheScanner {
         var changed: Date
         /// An entry file (the body and its record).
         var single = false
-
-        func names(_ key: DiskCacheKey) -> [String] {
-            single
-                ? [DiskCacheLayout.entryName(key, checksum: checksum, size: size)]
-                : [DiskCacheLayout.metaName(key), DiskCacheLayout.dataName(key, checksum: checksum)]
-        }
     }
 
     // MARK: - Scanning
@@ -145,7 +139,8 @@ struct DiskCacheScanner {
             guard let current = candidates.max(by: { $0.changed < $1.changed }) else { continue }
             for other in candidates
             where other.single != current.single || other.checksum != current.checksum || other.size != current.size {
-                leftovers += other.names(key)
+                leftovers += DiskCacheLayout.names(
+                    key, checksum: other.checksum, size: other.size, singleFile: other.single)
             }
             result.entries.append(
                 DiskCacheEntry(
