@@ -77,5 +77,29 @@ struct SHA256Tests {
         #expect(
             SHA256.hex(of: "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            SHA256.hex(
+                of: ("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+                    + "mnopqrstnopqrstu").utf8)
+                == "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1")
+        #expect(
+            SHA256.hex(of: [UInt8](repeating: 0x61, count: 1_000_000))
+                == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test("fed in pieces, the digest is the one-shot digest, as bytes and as hex, for every padding case")
+    func pieces() {
+        for length in 0..<200 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+            let hex = SHA256.hex(of: bytes)
+            for cut in Set([0, length / 3, length / 2, length]) {
+                var hash = SHA256()
+                hash.update(bytes[..<cut])
+                hash.update(bytes[cut...])
+                let digest = hash.finish()
+                #expect(digest.count == 32)
+                #expect(digest.map { String(format: "%02x", $0) }.joined() == hex)
+            }
+        }
     }
 }

@@ -34,7 +34,8 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
         guard bytes[(schemeEnd + 1)...].starts(with: "//".utf8) else { throw .notAURL }
         let authorityStart = schemeEnd + 3
-        let authorityEnd = bytes[authorityStart...].firstIndex(where: { "/?#".utf8.contains($0) }) ?? bytes.endIndex
+        let authorityEnd =
+            bytes[authorityStart...].firstIndex(where: { $0 == 0x2f || $0 == 0x3f || $0 == 0x23 }) ?? bytes.endIndex
         let authority = bytes[authorityStart..<authorityEnd]
         guard !authority.contains(UInt8(ascii: "@")) else { throw .credentials }
         // A host name cannot hold these (a Unicode host is left for the client's IDN conversion).
@@ -53,12 +54,12 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
 
     /// This URL without its fragment.
     public var withoutFragment: ImageURL {
-        guard string.contains("#") else { return self }
+        guard string.utf8.contains(0x23) else { return self }  // "#"
         return (try? ImageURL(resourceKey)) ?? self
     }
 
     private static func withoutFragment(_ text: String) -> String {
-        guard let hash = text.firstIndex(of: "#") else { return text }
+        guard let hash = text.utf8.firstIndex(of: 0x23) else { return text }  // "#"
         return String(text[..<hash])
     }
 
@@ -72,7 +73,7 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
 
     private static func encodedForRequest(_ text: String, scheme: String) -> String {
         let key = Array(text.utf8)
-        let pathStart = key[(scheme.utf8.count + 3)...].firstIndex(where: { "/?".utf8.contains($0) }) ?? key.endIndex
+        let pathStart = key[(scheme.utf8.count + 3)...].firstIndex(where: { $0 == 0x2f || $0 == 0x3f }) ?? key.endIndex
         guard key[pathStart...].contains(where: mustBeEncoded) else { return text }
         var out = Array(key[..<pathStart])
         for byte in key[pathStart...] {
@@ -87,7 +88,10 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `byte` must be percent-encoded in a request (RFC 3986 allows it nowhere in a URL).
     private static func mustBeEncoded(_ byte: UInt8) -> Bool {
-        byte >= 0x80 || byte <= 0x20 || " \"<>\\^`{|}".utf8.contains(byte)
+        switch byte {
+        case 0x80..., ...0x20, 0x22, 0x3c, 0x3e, 0x5c, 0x5e, 0x60, 0x7b, 0x7c, 0x7d: true  // " < > \ ^ ` { | }
+        default: false
+        }
     }
 
     public var description: String { string }

@@ -26,7 +26,7 @@ extension ActivePolicy {
 
     /// The transfers per host of the rule for the host of `hostKey` (`scheme://host:port`), if it sets one.
     public static func transfersPerHost(hostKey: String) -> Int? {
-        guard let url = try? ImageURL(hostKey + "/") else { return nil }
+        guard hasHostRules.load(ordering: .acquiring), let url = try? ImageURL(hostKey + "/") else { return nil }
         return rule(for: url.host)?.transfersPerHost
     }
 }

@@ -8,8 +8,11 @@ import Synchronization
 /// asks them, from every FUSE thread at once.
 public enum ActivePolicy {
     private static let current = Locked(HostRules())
+    /// What a request to a host no policy rule matches carries: the command line's settings, computed once per
+    /// ``replace(with:)`` instead of once per transfer.
+    private static let defaultProfile = Locked(HostRules().profile(for: ""))
     /// Whether any policy rule is in force (else no host has settings of its own).
-    private static let hasHostRules = Atomic<Bool>(false)
+    static let hasHostRules = Atomic<Bool>(false)
     /// Whether any query parameter is dropped from cache keys.
     private static let dropsQuery = Atomic<Bool>(false)
 
@@ -25,6 +28,7 @@ public enum ActivePolicy {
     /// Replaces the rules.
     public static func replace(with rules: HostRules) {
         current.withLock { $0 = rules }
+        defaultProfile.withLock { $0 = HostRules(defaults: rules.defaults).profile(for: "") }
         hasHostRules.store(!rules.rules.isEmpty, ordering: .releasing)
         dropsQuery.store(
             !rules.defaults.dropQuery.isEmpty || rules.rules.contains { !$0.dropQuery.isEmpty },
@@ -33,7 +37,8 @@ public enum ActivePolicy {
 
     /// What a request to `host` carries now.
     public static func profile(for host: String) -> RequestProfile {
-        current.withLock { $0.profile(for: host) }
+        guard hasHostRules.load(ordering: .acquiring) else { return defaultProfile.withLock { $0 } }
+        return current.withLock { $0.profile(for: host) }
     }
 
     /// The text `resource` (of a URL of `host`) is cached under.

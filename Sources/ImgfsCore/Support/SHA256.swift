@@ -39,33 +39,46 @@ public struct SHA256: Sendable {
 
     /// The 32-byte digest of everything fed so far.
     public func finish() -> [UInt8] {
+        let words = finalState()
+        return [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+            for (index, word) in words.enumerated() {
+                for byte in 0..<4 { out[4 * index + byte] = UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * byte)) }
+            }
+            count = 32
+        }
+    }
+
+    /// The state words after the padding and the length are fed (the digest, big-endian word by word).
+    private func finalState() -> [UInt32] {
         var copy = self
         let bitLength = length &* 8
-        copy.pending.append(0x80)
-        while copy.pending.count % 64 != 56 { copy.pending.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) {
-            copy.pending.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
-        }
-        let tail = copy.pending
-        tail.withUnsafeBytes { bytes in
-            for start in stride(from: 0, to: bytes.count, by: 64) {
+        // The pending bytes, 0x80, zeros up to 56 mod 64, and the length: one block or two.
+        let total = pending.count < 56 ? 64 : 128
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { tail in
+            _ = tail.initialize(repeating: 0)
+            for (index, byte) in pending.enumerated() { tail[index] = byte }
+            tail[pending.count] = 0x80
+            for index in 0..<8 { tail[total - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * index)) }
+            let bytes = UnsafeRawBufferPointer(tail)
+            for start in stride(from: 0, to: total, by: 64) {
                 copy.compress(UnsafeRawBufferPointer(rebasing: bytes[start..<start + 64]))
             }
         }
-        return copy.state.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        return copy.state
     }
 
     /// The lower-case hexadecimal digest of `bytes`.
     public static func hex<Bytes: Sequence>(of bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var hash = SHA256()
         hash.update(bytes)
-        let digest = hash.finish()
+        let words = hash.finalState()
         let digits: StaticString = "0123456789abcdef"
         return String(unsafeUninitializedCapacity: 64) { out in
             digits.withUTF8Buffer { digits in
-                for (index, byte) in digest.enumerated() {
-                    out[2 * index] = digits[Int(byte >> 4)]
-                    out[2 * index + 1] = digits[Int(byte & 0x0f)]
+                for (index, word) in words.enumerated() {
+                    for nibble in 0..<8 {
+                        out[8 * index + nibble] = digits[Int(word >> UInt32(28 - 4 * nibble) & 0x0f)]
+                    }
                 }
             }
             return 64
