@@ -75,6 +75,7 @@ struct MountCommand: ParsableCommand {
             return
         }
         Background.detachIfDaemon()
+        Allocator.keepFreedMemory()
         if requests.policyFile != nil { PolicyReloader.blockSignal() }
         PurgeSignal.blockInThisAndNewThreads()
         LoggingSystem.bootstrap { label in
