@@ -12,30 +12,13 @@ final class CurlRequestRules {
     private let origin: String
     private let profile: RequestProfile
     /// imgfs's own header lines, and those plus the rule's.
-    private var plainList: UnsafeMutablePointer<curl_slist>?
-    private var fullList: UnsafeMutablePointer<curl_slist>?
+    private let lists: CurlHeaderLists
 
     /// The profile of `url`'s host, as the rules are now.
     init(url: ImageURL, ownHeaders: [String], configuration: FetcherConfiguration) {
         origin = url.hostKey
         profile = ActivePolicy.profile(for: url.host)
-        // The user agent and referer travel as header lines: curl fixes CURLOPT_USERAGENT and CURLOPT_REFERER for
-        // all the redirects of a transfer (and drops its own User-Agent for good once a list has one), while the
-        // header list can change before each request.
-        let own = ownHeaders + ["User-Agent: \(configuration.userAgent)"]
-        let named = [
-            "User-Agent: \(profile.userAgent ?? configuration.userAgent)",
-            profile.referer.map { "Referer: \($0)" }
-        ]
-        for line in own { plainList = curl_slist_append(plainList, line) }
-        for line in ownHeaders + named.compactMap({ $0 }) + profile.headers {
-            fullList = curl_slist_append(fullList, line)
-        }
-    }
-
-    deinit {
-        curl_slist_free_all(plainList)
-        curl_slist_free_all(fullList)
+        lists = CurlHeaderLists.lists(own: ownHeaders, userAgent: configuration.userAgent, profile: profile)
     }
 
     /// Sets the options of the first request, and the proxy.
@@ -54,6 +37,6 @@ final class CurlRequestRules {
     }
 
     private func sendRuleHeaders(_ send: Bool, _ easy: UnsafeMutableRawPointer) {
-        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, send ? fullList : plainList)
+        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, send ? lists.full : lists.plain)
     }
 }

@@ -98,9 +98,12 @@ public enum HeaderBytes {
 
     /// Whether `bytes` starts with `prefix` (given in lower case), ignoring ASCII case.
     public static func hasPrefix(_ bytes: ArraySlice<UInt8>, caseInsensitive prefix: String) -> Bool {
-        let prefix = prefix.utf8
-        guard bytes.count >= prefix.count else { return false }
-        return zip(bytes, prefix).allSatisfy { lowercased($0) == $1 }
+        var index = bytes.startIndex
+        for expected in prefix.utf8 {
+            guard index < bytes.endIndex, lowercased(bytes[index]) == expected else { return false }
+            index += 1
+        }
+        return true
     }
 }
 

@@ -28,6 +28,7 @@ public struct AddressPolicy: Hashable, Sendable {
     /// is a private IP literal while private networks are denied. Names that resolve to private addresses are
     /// caught later, by ``refusal(address:)``.
     public func refusal(host: String) -> String? {
+        guard denyPrivateNetworks || !allowedHosts.isEmpty else { return nil }  // every transfer asks
         let name = Self.normalised(host)
         if denyPrivateNetworks, let address = NetworkAddress(name), let reason = address.privateReason {
             return "\(address) is \(reason)"
