@@ -12,6 +12,10 @@ sequence instead.
   imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
 - floor dropped-large: a fresh floorfs mount serving the large files from its memory, every byte by READ, with its
   CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
+- floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
+  by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
+  bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
+  serves bytes it loaded before the clock).
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
   READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
   page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
@@ -24,9 +28,10 @@ import contextlib
 import os
 import shutil
 import subprocess
+import threading
 import time
 
-from .processes import BenchFailure, drop_caches, is_mounted, unmount
+from .processes import BenchFailure, CpuClock, drop_caches, is_mounted, unmount
 from .reader import read_all
 from .settings import LARGE_READERS, SMALL_READERS, WARM_PASSES
 
@@ -128,6 +133,44 @@ class FloorRows:
             if bench.timed_read(FLOOR, "dropped-large", paths, bench.large, bench.large_buffers, LARGE_READERS,
                                 "bytes") is not None:
                 bench.record(FLOOR, "dropped-large-cpu", bench.last_cpu / bench.large_mb() * 1e3, "ms of CPU per MB")
+        self.store_large(on_tmpfs)
+
+    def store_large(self, sources):
+        """The CPU per MB of writing the large files' bytes (read into memory first) into new tmpfs files."""
+        bench = self.bench
+        blobs = []
+        for source in sources:
+            with open(source, "rb") as f:
+                blobs.append(f.read())
+        target = os.path.join(bench.scratch, "store-floor")
+        shutil.rmtree(target, ignore_errors=True)
+        os.makedirs(target)
+        queue = list(enumerate(blobs))
+        lock = threading.Lock()
+
+        def writer():
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    index, blob = queue.pop(0)
+                view = memoryview(blob)
+                with open(os.path.join(target, str(index)), "wb", buffering=0) as f:
+                    for start in range(0, len(view), 512 << 10):
+                        f.write(view[start:start + (512 << 10)])
+
+        threads = [threading.Thread(target=writer) for _ in range(LARGE_READERS)]
+        clock = CpuClock().start()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        clock.stop()
+        written = sum(os.path.getsize(os.path.join(target, str(index))) for index in range(len(blobs)))
+        shutil.rmtree(target, ignore_errors=True)
+        if written != sum(len(blob) for blob in blobs):
+            raise BenchFailure(f"the store floor wrote {written} bytes of {sum(len(blob) for blob in blobs)}")
+        bench.record(FLOOR, "store-large-cpu", clock.busy / bench.large_mb() * 1e3, "ms of CPU per MB")
 
     def remount(self):
         """The copies in the page cache, then from the disk."""

@@ -50,6 +50,20 @@ def floor_ratio(key, extra_key, system="imgfs"):
     return check
 
 
+def stored_floor_ratio(key, extra_keys):
+    """A floor of the imgfs ÷ curl CPU per MB that also keeps the bytes: (curl's CPU + floorfs's CPU for each of
+    extra_keys) ÷ curl's CPU, and where imgfs stands against it."""
+    def check(results):
+        limit, value = med(results, LIMIT, key), med(results, "imgfs", key)
+        extras = [med(results, FLOOR, extra) for extra in extra_keys]
+        if not limit or any(extra is None for extra in extras) or value is None:
+            return None
+        floor = limit + sum(extras)
+        parts = " + ".join(fmt(extra) for extra in extras)
+        return f"{floor / limit:.2f}× (curl {fmt(limit)} + {parts}); imgfs at {value / floor:.2f}× of it", None
+    return check
+
+
 def floor_cell(floor, base, value):
     """A floor ÷ the rate it is compared with, and where imgfs (value) stands against the floor; None if unmeasured."""
     if not floor or not base or value is None:
@@ -135,6 +149,8 @@ TARGETS = [
      floor_ratio("cold-large-cpu", "dropped-large-cpu"), NOT_HTTPS),
     ("  floor: curl + floorfs serving the same files by READ", "",
      floor_ratio("cold-large-cpu", "dropped-large-cpu", FLOOR), NOT_HTTPS),
+    ("  floor: the same, plus writing the bytes into tmpfs (keeping them in memory pages, as imgfs's memfd)", "",
+     stored_floor_ratio("cold-large-cpu", ["dropped-large-cpu", "store-large-cpu"]), NOT_HTTPS),
     ("  for scale: download-then-read's CPU per MB ÷ curl (to /dev/null)", "",
      scale("cold-large-cpu", LIMIT, "cold-large-cpu", DOWNLOAD_THEN_READ), NOT_HTTPS),
     ("  the machine idle during cold-large, imgfs (curl)", "", idle, NOT_HTTPS),
