@@ -15,7 +15,7 @@ struct TLSTests {
         let port: Int
         var process: ChildProcess?
 
-        init(files: [String: [UInt8]], locations: String = "") throws {
+        init(files: [String: [UInt8]], locations: String = "", http2: Bool = true) throws {
             port = try RedisServer.freePort()
             try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
             for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: "\(root)/www/\(name)")) }
@@ -35,7 +35,8 @@ struct TLSTests {
                     log_format protocol '$request_uri $server_protocol $status';
                     log_format connection '$request_uri $server_protocol $connection $msec $request_time';
                     server {
-                        listen 127.0.0.1:\(port) ssl http2;
+                        listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
+                        keepalive_requests 100000;
                         ssl_certificate \(root)/cert.pem;
                         ssl_certificate_key \(root)/key.pem;
                         root \(root)/www;
