@@ -44,12 +44,10 @@ struct ConnectionReuseTests {
         #expect(read(0..<64, readers: 16).isEmpty, "the first wave read whole")
         #expect(read(64..<96, readers: 1).isEmpty, "the trickle read whole")
         #expect(read(96..<160, readers: 16).isEmpty, "the second wave read whole")
-        // nginx logs a request once it has sent the answer: the last lines may come a moment after the reads end.
-        Poll.until(timeout: 5) { origin.connections.count >= names.count }
-        let lines = origin.connections.map { $0.split(separator: " ").map(String.init) }
+        let lines = origin.servedRequests(atLeast: names.count)
         #expect(lines.count == names.count, "one request per image: \(lines.count)")
         #expect(lines.allSatisfy { $0.count == 5 && $0[1] == "HTTP/1.1" }, "all over HTTP/1.1")
-        let connections = Set(lines.compactMap { $0.count == 5 ? $0[2] : nil })
+        let connections = TLSTests.TLSOrigin.connectionIDs(lines)
         #expect(connections.count <= 16, "connections opened: \(connections.count), where 16 serve every request")
     }
 }

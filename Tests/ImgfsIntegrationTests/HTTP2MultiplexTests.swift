@@ -34,12 +34,10 @@ struct HTTP2MultiplexTests {
         let wrong = Self.readAtOnce(
             images.indices.map { (mount.path("\(origin.baseURL)/slow/i\($0).png"), images[$0]) })
         #expect(wrong.isEmpty, "every image read whole: \(wrong)")
-        // nginx logs a request once it has sent the answer: the last lines may come a moment after the reads end.
-        Poll.until(timeout: 5) { origin.connections.count >= images.count }
-        let lines = origin.connections.map { $0.split(separator: " ").map(String.init) }
+        let lines = origin.servedRequests(atLeast: images.count)
         #expect(lines.count == images.count, "one request per image: \(lines)")
         #expect(lines.allSatisfy { $0.count == 5 && $0[1] == "HTTP/2.0" }, "all over HTTP/2: \(lines)")
-        let connections = Set(lines.compactMap { $0.count == 5 ? $0[2] : nil })
+        let connections = TLSTests.TLSOrigin.connectionIDs(lines)
         #expect(connections.count <= 6, "at most --max-transfers-per-host connections: \(connections.count)")
         #expect(running.withLock { $0.most } > 6, "requests in flight at once: \(running.withLock { $0.most })")
     }

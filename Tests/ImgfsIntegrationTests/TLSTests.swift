@@ -65,6 +65,18 @@ struct TLSTests {
                 String.init)
         }
 
+        /// The requests served, each split into those five fields, once at least `count` are logged (nginx logs a
+        /// request once it has sent the answer: the last lines may come a moment after the reads end).
+        func servedRequests(atLeast count: Int) -> [[String]] {
+            Poll.until(timeout: 5) { connections.count >= count }
+            return connections.map { $0.split(separator: " ").map(String.init) }
+        }
+
+        /// The connections `requests` (from ``servedRequests(atLeast:)``) came on.
+        static func connectionIDs(_ requests: [[String]]) -> Set<String> {
+            Set(requests.compactMap { $0.count == 5 ? $0[2] : nil })
+        }
+
         func stop() {
             process?.signal(SIGTERM)
             if process?.wait(timeout: 5) == nil { process?.kill9AndReap() }
