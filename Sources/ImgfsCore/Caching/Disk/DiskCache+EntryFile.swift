@@ -32,12 +32,10 @@ extension DiskCache {
         let path = layout.bodyPath(of: entry)
         let file: [UInt8]
         do {
-            file = try DiskCacheIO.readSmallFile(path, limit: entry.size + Self.recordLimit)
+            file = try readEntryFile(entry)
         } catch {
             throw DiskCacheCommitFailure(error: error.diskCacheError, committed: false)
         }
-        let corrupt = DiskCacheCommitFailure(error: .corrupt(entry.key.description), committed: false)
-        guard file.count > entry.size else { throw corrupt }
         let (temporary, checksum) = try file.withUnsafeBytes {
             try _writeTemporaryFile(
                 for: entry.key, finalPath: path, bytes: .init(rebasing: $0.prefix(entry.size)), pace: {},
@@ -45,7 +43,7 @@ extension DiskCache {
         }
         guard checksum == entry.checksum else {
             _removeFile(temporary)
-            throw corrupt
+            throw DiskCacheCommitFailure(error: .corrupt(entry.key.description), committed: false)
         }
         try _commitTemporaryFile(temporary, to: path, key: entry.key)
     }
@@ -53,8 +51,14 @@ extension DiskCache {
     /// The record stored after the body in the entry file of `entry` (the file is read whole, so that the body, in the
     /// same blocks, is in the page cache for the read that follows a lookup).
     func readRecordBytes(ofEntryFile entry: DiskCacheEntry) throws -> [UInt8] {
+        Array(try readEntryFile(entry)[entry.size...])
+    }
+
+    /// The whole entry file of `entry`: its body, then at most ``recordLimit`` bytes of record.
+    /// - Throws: `corrupt` when the file does not even hold something after the body.
+    private func readEntryFile(_ entry: DiskCacheEntry) throws -> [UInt8] {
         let file = try DiskCacheIO.readSmallFile(layout.bodyPath(of: entry), limit: entry.size + Self.recordLimit)
         guard file.count > entry.size else { throw DiskCacheError.corrupt(entry.key.description) }
-        return Array(file[entry.size...])
+        return file
     }
 }

@@ -93,35 +93,34 @@ struct DiskCacheScanner {
         var entryFiles: [DiskCacheKey: [DataFile]] = [:]
         var leftovers: [String] = []
         try DiskCacheIO.forEachName(in: path) { name, length, directoryFD in
+            let text = { String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self) }
+            let status = {
+                try name.withMemoryRebound(to: CChar.self, capacity: length + 1) {
+                    try DiskCacheIO.status(of: $0, in: directoryFD, path: path)
+                }
+            }
             let parsed = DiskCacheLayout.parse(name, length: length)
             switch parsed {
             case .meta(let key) where key.firstByte != firstByte, .data(let key, _) where key.firstByte != firstByte,
                 .entry(let key, _, _) where key.firstByte != firstByte:
-                leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
+                leftovers.append(text())
             case .meta(let key):
                 metas.insert(key)
             case .data(let key, let checksum):
-                let status = try name.withMemoryRebound(to: CChar.self, capacity: length + 1) {
-                    try DiskCacheIO.status(of: $0, in: directoryFD, path: path)
-                }
+                let status = try status()
                 let file = DataFile(
                     checksum: checksum, size: Int(status.st_size), modified: status.modificationDate,
                     changed: status.changeDate)
                 if data[key] == nil { data[key] = file } else { extraData[key, default: []].append(file) }
             case .entry(let key, let checksum, let size):
-                let status = try name.withMemoryRebound(to: CChar.self, capacity: length + 1) {
-                    try DiskCacheIO.status(of: $0, in: directoryFD, path: path)
-                }
-                guard Int(status.st_size) > size else {  // cut short: not even the whole body
-                    leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
-                    return
-                }
+                let status = try status()
+                guard Int(status.st_size) > size else { return leftovers.append(text()) }  // not even the whole body
                 entryFiles[key, default: []].append(
                     DataFile(
                         checksum: checksum, size: size, modified: status.modificationDate,
                         changed: status.changeDate, single: true))
             case .temporary:
-                leftovers.append(String(decoding: UnsafeBufferPointer(start: name, count: length), as: UTF8.self))
+                leftovers.append(text())
             case .other:
                 break
             }
