@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
         .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
-        .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims"]),
+        .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims", "ImgfsFuse"]),
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),
         .testTarget(
             name: "ImgfsCurlTests",

@@ -27,10 +27,13 @@ public final class FuseMount {
 
     /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
     /// With `passthrough` requested, opens of images whose whole body is in a file (``KernelReadableBody``) are
-    /// answered so that the kernel reads that file by itself.
+    /// answered so that the kernel reads that file by itself. A `readAheadKiB` above 0 sets the kernel's read-ahead
+    /// for the mount's files (``KernelReadAhead``); without the privilege to, the kernel's own stays and a notice says
+    /// so.
     public init(
         filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
-        passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), logger: Logger
+        passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), readAheadKiB: Int = 0,
+        logger: Logger
     ) throws {
         self.operations = FuseOperations(filesystem: filesystem, logger: logger)
         self.mountPoint = mountPoint
@@ -64,6 +67,14 @@ public final class FuseMount {
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
         }
         operations.parallelLookupsRequested = imgfs_fuse_install_init_hooks(session, passthrough.requested)
+        if readAheadKiB > 0 {
+            // Before INIT is answered: the kernel keeps the smaller of the device's value and the INIT answer's.
+            if let failure = KernelReadAhead.set(kibibytes: readAheadKiB, mountPoint: mountPoint) {
+                logger.notice("the kernel's read-ahead stays at its default (\(failure))")
+            } else {
+                operations.maxReadAhead = UInt32(readAheadKiB) * 1024
+            }
+        }
         if operations.parallelLookupsRequested && passthrough.requested {
             operations.passthrough = PassthroughOpens(
                 session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger)

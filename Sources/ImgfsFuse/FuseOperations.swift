@@ -16,6 +16,8 @@ final class FuseOperations: @unchecked Sendable {
     let pending = PendingRequests()
     /// Whether the INIT answer will ask for parallel lookups (the CFuseShims hook is installed).
     var parallelLookupsRequested = false
+    /// The read-ahead the INIT answer asks for, in bytes (0: libfuse's, the kernel's offer).
+    var maxReadAhead: UInt32 = 0
     /// Whether the kernel offered parallel lookups in its INIT request, and whether the first lookup has checked that
     /// the answer really asked for them (``reportUnexpectedGrant()``).
     let parallelLookupsOffered = Atomic<Bool>(false)
@@ -63,6 +65,8 @@ final class FuseOperations: @unchecked Sendable {
                 operations.logger.notice(
                     "the kernel serializes lookups per directory: lookups do not wait for the network")
             }
+            // The kernel keeps the smaller of this and the device's read-ahead, which the mount has just set.
+            if operations.maxReadAhead > 0 { conn!.pointee.max_readahead = operations.maxReadAhead }
             // The INIT answer turns passthrough on whenever the kernel offers it and it was asked for (CFuseShims).
             if operations.passthrough != nil {
                 operations.logger.notice(

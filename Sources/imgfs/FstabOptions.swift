@@ -17,7 +17,7 @@ enum FstabOptions {
         "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
         "shared-lease",
         "ca-file", "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
-        "policy-file", "placeholder"
+        "policy-file", "placeholder", "read-ahead", "kernel-read-ahead"
     ]
     static let fstabOnly: Set<String> = [
         "defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",

@@ -52,6 +52,13 @@ struct MountCommand: ParsableCommand {
     @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
     var readAhead = 8
 
+    @Option(
+        help: ArgumentHelp(
+            "The kernel's read-ahead for the mount's files in KiB, which also sizes its READ requests (0: the "
+                + "kernel's default, 128; setting it needs root).",
+            valueName: "KiB"))
+    var kernelReadAhead = 1024
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -61,6 +68,9 @@ struct MountCommand: ParsableCommand {
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
         guard (0...1024).contains(readAhead) else { throw ValidationError("--read-ahead must be from 0 to 1024") }
+        guard (0...65536).contains(kernelReadAhead) else {
+            throw ValidationError("--kernel-read-ahead must be from 0 to 65536 (KiB)")
+        }
     }
 
     func run() throws {
@@ -151,7 +161,7 @@ struct MountCommand: ParsableCommand {
         do {
             mount = try FuseMount(
                 filesystem: filesystem, mountPoint: mountPath, options: fuseOptions,
-                passthrough: passthrough, logger: logger)
+                passthrough: passthrough, readAheadKiB: kernelReadAhead, logger: logger)
         } catch {
             pressure.stop()
             fetcher.shutdown()

@@ -12,6 +12,7 @@ sequence instead.
   imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
 - floor dropped-large: a fresh floorfs mount serving the large files from its memory, every byte by READ, with its
   CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
+  Every floorfs mount reads ahead as imgfs does (1 MiB, so READs of up to 1 MiB).
 - floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
   by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
   bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
@@ -33,7 +34,7 @@ import time
 
 from .processes import BenchFailure, CpuClock, drop_caches, is_mounted, unmount
 from .reader import read_all
-from .settings import LARGE_READERS, SMALL_READERS, WARM_PASSES
+from .settings import KERNEL_READ_AHEAD_KIB, LARGE_READERS, SMALL_READERS, WARM_PASSES
 
 FLOOR = "fuse-floor"
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "floorfs.c")
@@ -74,6 +75,11 @@ class FuseFloor:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise BenchFailure(f"floorfs did not mount: {proc.stderr.read(500) if proc.poll() else ''}")
                 time.sleep(0.01)
+            # The kernel's read-ahead, and so the size of its READs, as imgfs sets it (--kernel-read-ahead 1024):
+            # written after INIT, it holds for every file opened from then on.
+            device = os.stat(mountpoint).st_dev
+            with open(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb", "w") as f:
+                f.write(str(KERNEL_READ_AHEAD_KIB))
             yield [os.path.join(mountpoint, str(index)) for index in range(len(sources))]
         finally:
             unmount(mountpoint)
