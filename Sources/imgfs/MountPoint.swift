@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImgfsCore
+import ImgfsSystem
 
 /// Checks on mount points, the list of imgfs mounts, and registering long URLs with a mount.
 enum MountPoint {
@@ -64,13 +65,7 @@ enum MountPoint {
 
     /// The mount points of the imgfs filesystems mounted now (from /proc/self/mountinfo).
     static func imgfsMounts() -> [String] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { line in
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count == 2, halves[1].hasPrefix("fuse.imgfs ") else { return nil }
-            let fields = halves[0].split(separator: " ")
-            return fields.count > 4 ? unescape(String(fields[4])) : nil
-        }
+        MountTable.current().entries.filter { $0.type == "fuse.imgfs" }.map(\.mountPoint)
     }
 
     /// Whether an imgfs filesystem is mounted at `path` now.
@@ -103,22 +98,4 @@ enum MountPoint {
     /// `O_PATH` (Linux, on every architecture Swift supports), which the Glibc module does not import: open for
     /// path walks only, so that the kernel looks the name up without opening anything in the filesystem.
     private static let pathOnly: Int32 = 0o10_000_000
-
-    /// mountinfo escapes space, tab, newline and backslash as octal.
-    private static func unescape(_ field: String) -> String {
-        var out = ""
-        var rest = Substring(field)
-        while let slash = rest.firstIndex(of: "\\") {
-            out += rest[..<slash]
-            let code = rest[rest.index(after: slash)...].prefix(3)
-            if code.count == 3, let value = UInt8(code, radix: 8) {
-                out.append(Character(UnicodeScalar(value)))
-                rest = rest[rest.index(slash, offsetBy: 4)...]
-            } else {
-                out.append("\\")
-                rest = rest[rest.index(after: slash)...]
-            }
-        }
-        return out + rest
-    }
 }

@@ -1,3 +1,4 @@
+import ImgfsSystem
 import Testing
 
 @testable import ImgfsFuse
@@ -5,13 +6,14 @@ import Testing
 /// Finding a FUSE mount's backing device in `/proc/self/mountinfo` text, as the kernel writes it.
 @Suite("Kernel read-ahead: the mount's device")
 struct KernelReadAheadDeviceTests {
-    static let table = """
+    static let table = MountTable(
+        """
         22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw
         96 22 0:39 / /tmp/a\\040b rw,nosuid,nodev,relatime shared:50 - fuse.imgfs imgfs rw,user_id=0,group_id=0
         97 22 0:40 / /tmp/plain rw,relatime - tmpfs tmpfs rw
         98 22 0:41 / /tmp/plain rw,nosuid,nodev,relatime - fuse.imgfs imgfs rw,user_id=0,group_id=0
         99 22 0:42 / /tmp/raw rw,relatime - fuse /dev/fuse rw
-        """
+        """)
 
     @Test("the device of the FUSE mount at a path, with escaped spaces, the last one mounted there, plain fuse too")
     func device() {
@@ -25,15 +27,8 @@ struct KernelReadAheadDeviceTests {
         #expect(KernelReadAhead.device(ofMountAt: "/", in: Self.table) == nil)
         #expect(KernelReadAhead.device(ofMountAt: "/tmp/a", in: Self.table) == nil)
         #expect(KernelReadAhead.device(ofMountAt: "/tmp/a\\040b", in: Self.table) == nil)
-        #expect(KernelReadAhead.device(ofMountAt: "/tmp/a b", in: "") == nil)
+        #expect(KernelReadAhead.device(ofMountAt: "/tmp/a b", in: MountTable("")) == nil)
         let failure = KernelReadAhead.set(kibibytes: 1024, mountPoint: "/no/such/mount")
         #expect(failure?.hasPrefix("no FUSE mount at /no/such/mount") == true)
-    }
-
-    @Test("octal escapes of tab, newline and backslash are decoded; a lone backslash stays")
-    func unescape() {
-        #expect(KernelReadAhead.unescape("a\\011b\\012c\\134d") == "a\tb\nc\\d")
-        #expect(KernelReadAhead.unescape("a\\b") == "a\\b")
-        #expect(KernelReadAhead.unescape("end\\04") == "end\\04")
     }
 }
