@@ -8,7 +8,13 @@
 // small-file rows against it (benchmark/README.md).
 //
 // Usage: floorfs --memory|--disk LIST MOUNTPOINT   (LIST: one source path per line)
+//
+// floorfs --store LIST DIRECTORY does not mount: it reads the files into memory, then writes each into a new file
+// DIRECTORY/0, 1, 2, … (create, write, close), syncs the file system once and prints the microseconds of its own CPU
+// (user and system, as getrusage reports them) per file: the least a cache that keeps each image in a file of its own
+// pays on that file system, set against imgfs's disk writer (benchmark/benchkit/floor.py).
 // Built and run by benchmark/bench (gcc, libfuse3-dev); not part of imgfs.
+#define _GNU_SOURCE  // syncfs
 #define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,9 +159,38 @@ static unsigned setting(const char *name, unsigned fallback) {
     return text && *text ? (unsigned)strtoul(text, NULL, 10) : fallback;
 }
 
+static double cpu_microseconds(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
+}
+
+/// --store: each source into a new file of `directory`, one sync, the CPU per file on stdout.
+static int store(const char *directory) {
+    int directory_fd = open(directory, O_RDONLY | O_DIRECTORY);
+    if (directory_fd < 0) return perror("floorfs: the store directory"), 1;
+    double start = cpu_microseconds();
+    char name[32];
+    for (size_t index = 0; index < count; index++) {
+        snprintf(name, sizeof name, "%zu", index);
+        int fd = openat(directory_fd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 || write(fd, sources[index].bytes, (size_t)sources[index].size) != sources[index].size ||
+            close(fd) != 0)
+            return perror("floorfs: storing"), 1;
+    }
+    if (syncfs(directory_fd) != 0) return perror("floorfs: syncfs"), 1;
+    printf("%.3f\n", (cpu_microseconds() - start) / (double)count);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--store") == 0) {
+        in_memory = true;
+        if (!load(argv[2])) return perror("floorfs: reading the list"), 1;
+        return store(argv[3]);
+    }
     if (argc != 4 || (strcmp(argv[1], "--memory") != 0 && strcmp(argv[1], "--disk") != 0)) {
-        fprintf(stderr, "usage: floorfs --memory|--disk LIST MOUNTPOINT\n");
+        fprintf(stderr, "usage: floorfs --memory|--disk LIST MOUNTPOINT | --store LIST DIRECTORY\n");
         return 2;
     }
     in_memory = strcmp(argv[1], "--memory") == 0;

@@ -17,6 +17,10 @@ sequence instead.
   by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
   bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
   serves bytes it loaded before the clock).
+- floor store-small: the small files written into new files on the file system of imgfs's disk caches, one file
+  each, then one sync (`floorfs --store`), with that process's own CPU per file: the least keeping each icon in a file
+  of its own costs there, set against the CPU of imgfs's disk-writer thread per cold icon (disk-write-cpu). Those
+  copies are the ones the remount floors below read.
 - floor remount-small: a fresh floorfs mount serving ext4 copies of the files (stat at LOOKUP, open at OPEN, pread at
   READ), as imgfs after a remount reads its disk cache. The copies are read once directly first, so they are in the
   page cache: the most favourable case, which makes it a floor whether or not imgfs's disk-cache files are cached.
@@ -86,6 +90,19 @@ class FuseFloor:
             bench.owned.forget_mount(mountpoint)
             bench.owned.stop_process(proc)
 
+    def store(self, sources, directory):
+        """`sources` copied into new files 0, 1, 2, … of `directory` by `floorfs --store`, which measures its own
+        CPU per file (creating, writing and closing each, one sync at the end); returns that."""
+        listing = os.path.join(self.bench.work, "floorfs-store.list")
+        with open(listing, "w") as f:
+            f.write("".join(path + "\n" for path in sources))
+        command = [self.binary, "--store", listing, directory]
+        self.bench.commands.setdefault("floorfs --store", " ".join(command))
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BenchFailure(f"floorfs --store failed: {done.stderr[-500:]}")
+        return float(done.stdout)
+
     def rows(self):
         """The floor rows of this variant's small files, to run beside one imgfs sequence."""
         return FloorRows(self)
@@ -109,8 +126,7 @@ class FloorRows:
         os.makedirs(copies)
         self.held.callback(shutil.rmtree, copies, ignore_errors=True)
         self.on_disk = [os.path.join(copies, str(index)) for index in range(len(self.rels))]
-        for source, target in zip(on_tmpfs, self.on_disk):
-            shutil.copyfile(source, target)
+        bench.record(FLOOR, "store-small-cpu", self.floor.store(on_tmpfs, copies), "µs of CPU per file")
 
     def read(self, paths):
         """One untimed pass (the bytes are checked all the same)."""

@@ -43,6 +43,9 @@ WORKLOADS = [
     ("remount-large", "large after remount", "MB/s", "higher", "tmpfs"),
     ("remount-gets", "origin GETs of files during the remount reads", "GETs", "lower", ""),
     ("disk-lag", "imgfs: time after cold-small until its entries were on disk", "s", "lower", ""),
+    ("disk-write-cpu", "imgfs: its disk writer's CPU per cold icon (storing it, after the clock)", "µs", "lower", ""),
+    ("store-small-cpu", "the small files written into new files beside imgfs's disk caches, one each, one sync: "
+     "that process's CPU per file (keeping each icon in a file of its own)", "µs", "lower", ""),
     ("ls-l", "`ls -l` of the cached small files", "ms", "lower", "tmpfs"),
     ("stat", "`stat` of the cached small files (one thread)", "ms", "lower", "tmpfs"),
     ("dedup-wall", f"dedup: {DEDUP_READERS} readers of a cold 16 MB file", "ms", "lower", "curl, one fetch"),

@@ -246,6 +246,9 @@ class Bench(Limits):
                     self.results.note(name, "disk-lag", f"not all on disk after {self.timeout} s")
                 else:
                     self.record(name, "disk-lag", seconds, f"s after cold-small until its {done} entries were on disk")
+                    if lag.writer_cpu is not None:
+                        self.record(name, "disk-write-cpu", lag.writer_cpu / done * 1e6,
+                                    "µs of the disk writer's CPU per cold icon (after the clock)")
                 # The remount rows measure the disk cache: let the queued writes finish first.
                 waited, entries = wait_for_disk_entries(mount, len(rels) + len(self.large), self.timeout)
                 if entries < len(rels) + len(self.large):
