@@ -64,10 +64,7 @@ class FuseFloor:
         self.counter += 1
         mountpoint = os.path.join(bench.work, "mnt", f"floorfs-{self.counter}")
         os.makedirs(mountpoint)
-        listing = os.path.join(bench.work, f"floorfs-{self.counter}.list")
-        with open(listing, "w") as f:
-            f.write("".join(path + "\n" for path in sources))
-        command = [self.binary, mode, listing, mountpoint]
+        command = [self.binary, mode, self.listing(f"floorfs-{self.counter}.list", sources), mountpoint]
         bench.commands.setdefault(f"floorfs {mode}", " ".join(command))
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
@@ -93,15 +90,19 @@ class FuseFloor:
     def store(self, sources, directory):
         """`sources` copied into new files 0, 1, 2, … of `directory` by `floorfs --store`, which measures its own
         CPU per file (creating, writing and closing each, one sync at the end); returns that."""
-        listing = os.path.join(self.bench.work, "floorfs-store.list")
-        with open(listing, "w") as f:
-            f.write("".join(path + "\n" for path in sources))
-        command = [self.binary, "--store", listing, directory]
+        command = [self.binary, "--store", self.listing("floorfs-store.list", sources), directory]
         self.bench.commands.setdefault("floorfs --store", " ".join(command))
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             raise BenchFailure(f"floorfs --store failed: {done.stderr[-500:]}")
         return float(done.stdout)
+
+    def listing(self, name, sources):
+        """The LIST file floorfs reads (one source path per line), written as `name` in the work directory."""
+        path = os.path.join(self.bench.work, name)
+        with open(path, "w") as f:
+            f.write("".join(source + "\n" for source in sources))
+        return path
 
     def rows(self):
         """The floor rows of this variant's small files, to run beside one imgfs sequence."""

@@ -182,6 +182,31 @@ class CpuClock:
         return self
 
 
+def proc_stat(path):
+    """A `/proc/…/stat` file: (the name in its parentheses, the fields after them; field 11 is utime, 12 stime)."""
+    with open(path) as f:
+        text = f.read()
+    return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
+
+def thread_cpu_seconds(pid, name):
+    """The CPU time (user and system) of `pid`'s threads called `name`, in seconds; None if it has none."""
+    total, found = 0, False
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            thread, fields = proc_stat(f"/proc/{pid}/task/{tid}/stat")
+        except OSError:
+            continue
+        if thread == name:
+            total += int(fields[11]) + int(fields[12])
+            found = True
+    return total / os.sysconf("SC_CLK_TCK") if found else None
+
+
 def cpu_snapshot():
     """(all CPUs' busy seconds, this run's processes' seconds, kernel threads' seconds): their differences over a
     repetition tell how much CPU other user-space processes took meanwhile (the machine should be quiet)."""
@@ -192,8 +217,7 @@ def cpu_snapshot():
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
+            _, rest = proc_stat(f"/proc/{entry}/stat")
             with open(f"/proc/{entry}/status") as f:
                 kernel = "VmSize" not in f.read()
         except OSError:

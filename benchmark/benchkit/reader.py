@@ -8,7 +8,7 @@ import threading
 import time
 
 from .settings import FIRST_BYTES
-from .processes import BenchFailure, CpuClock
+from .processes import BenchFailure, CpuClock, thread_cpu_seconds
 
 
 class Buffers:
@@ -138,28 +138,6 @@ def wait_for_disk_entries(mount, expected, timeout):
         if entries >= expected or now - last_change > 5 or now - start > timeout:
             return now - start, entries
         time.sleep(0.05)
-
-
-def thread_cpu_seconds(pid, name):
-    """The CPU time (user and system) of `pid`'s threads called `name`, in seconds; None if it has none."""
-    total, found = 0, False
-    ticks = os.sysconf("SC_CLK_TCK")
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if stat[stat.index("(") + 1:stat.rindex(")")] != name:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-        found = True
-    return total / ticks if found else None
 
 
 class DiskLag:
