@@ -7,6 +7,9 @@ import asyncio
 import signal
 import sys
 
+# The most bytes one direction of one connection holds back (the bandwidth-delay product of 3.2 GB/s at 10 ms).
+MAX_HELD = 32 << 20
+
 
 async def delay_line(listen_port, upstream_port, one_way, listen_host="127.0.0.1"):
     """A TCP proxy that holds every chunk one_way seconds in each direction, and a new connection 2 * one_way
@@ -15,21 +18,35 @@ async def delay_line(listen_port, upstream_port, one_way, listen_host="127.0.0.1
     loop = asyncio.get_running_loop()
 
     async def pump(reader, writer):
-        queue = asyncio.Queue(maxsize=64)
+        # Bounded by bytes held, not by chunks: a bound of N chunks would cap a connection at N reads per one-way
+        # delay, a rate that depends on how many bytes each read happens to return.
+        queue = asyncio.Queue()
+        held = 0
+        room = asyncio.Event()
+        room.set()
 
         async def produce():
+            nonlocal held
             while True:
+                await room.wait()
                 try:
                     data = await reader.read(256 * 1024)
                 except (ConnectionError, OSError):
                     data = b""
-                await queue.put((loop.time() + one_way, data))
+                held += len(data)
+                if held >= MAX_HELD:
+                    room.clear()
+                queue.put_nowait((loop.time() + one_way, data))
                 if not data:
                     return
 
         async def consume():
+            nonlocal held
             while True:
                 due, data = await queue.get()
+                held -= len(data)
+                if held < MAX_HELD:
+                    room.set()
                 delay = due - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)

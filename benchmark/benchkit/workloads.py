@@ -281,13 +281,13 @@ class Bench(Limits):
         return sum(self.manifest[r][0] for r in self.large) / MB
 
     def cold_large(self, name, large, mount, suffix=""):
-        """The cold-large row, with the machine's CPU per MB and idle share while its clock ran (at 0 ms)."""
+        """The cold-large row (key ends with suffix), with the machine's CPU per MB and idle share while its clock
+        ran."""
         if self.timed_read(name, "cold-large" + suffix, large, self.large, self.large_buffers, LARGE_READERS, "bytes",
                            mount.abort) is None:
             return False
-        if not suffix:
-            self.record(name, "cold-large-cpu", self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
-            self.record(name, "cold-large-idle", self.last_idle * 100, "% of the machine idle")
+        self.record(name, "cold-large-cpu" + suffix, self.last_cpu / self.large_mb() * 1e3, "ms of CPU per MB")
+        self.record(name, "cold-large-idle" + suffix, self.last_idle * 100, "% of the machine idle")
         return True
 
     def run_cold_small_only(self, system):
@@ -384,15 +384,19 @@ class Bench(Limits):
         self.run_dedup(system, url, suffix="@20ms")
 
     def run_cold_each(self, system, url, suffix):
-        """cold-small and cold-large, each on a fresh mount of url (keys end with suffix)."""
+        """cold-small and cold-large (with its CPU per MB and idle share), each on a fresh mount of url (keys end
+        with suffix)."""
         name = system.name
-        for workload, rels, buffers, threads, unit, cap in (
-                ("cold-small" + suffix, self.small, self.small_buffers, SMALL_READERS, "files", self.cap),
-                ("cold-large" + suffix, self.large, self.large_buffers, LARGE_READERS, "bytes", None)):
+        for large in (False, True):
             mount = system.mount(url)
             try:
-                if self.timed_read(name, workload, [mount.path(r) for r in rels], rels, buffers, threads, unit,
-                                   mount.abort, cap=cap) is not None:
+                if large:
+                    done = self.cold_large(name, [mount.path(r) for r in self.large], mount, suffix)
+                else:
+                    done = self.timed_read(name, "cold-small" + suffix, [mount.path(r) for r in self.small],
+                                           self.small, self.small_buffers, SMALL_READERS, "files", mount.abort,
+                                           cap=self.cap) is not None
+                if done:
                     mount.unmount()
             finally:
                 if is_mounted(mount.mountpoint):
