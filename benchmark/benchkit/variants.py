@@ -102,8 +102,8 @@ class Variants:
                 if variant.https:
                     bench.cold_limits(bench.delay.url, "@20ms", options=self.curl_options)
                     bench.run_cold_each(bench.systems[0], bench.delay.url, "@20ms")
-                    # Right after imgfs's cold-large: floorfs serving the same files by READ, for the bound of
-                    # that row (the TLS fetches and the serving share the two cores).
+                    # Right after imgfs's cold-large: floorfs serving the same files by READ and the tmpfs write,
+                    # the floor of that row's CPU per MB.
                     bench.fuse_floor.rows().large()
                 else:
                     self.run_plain(variant)
