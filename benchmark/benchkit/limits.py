@@ -137,8 +137,8 @@ class Limits:
         self.results.add(LIMIT, "dedup-bytes", 1.0)
         self.record(LIMIT, "first-64k", self.curl_first_bytes(url, self.throttled_rel) * 1000, "ms (curl)")
         if self.delay:
+            # The cold 20 ms limits run right before the first system's 20 ms rows (run_delayed), not here.
             durl = self.delay.url
-            self.cold_limits(durl, "@20ms", cpu=False)
             self.record(LIMIT, "first-64k@20ms", self.curl_first_bytes(durl, self.throttled_rel) * 1000, "ms (curl)")
             self.record(LIMIT, "dedup-wall@20ms", self.curl_one(durl, self.dedup_rel) * 1000, "ms (curl, one fetch)")
             self.results.add(LIMIT, "dedup-gets@20ms", 1)
