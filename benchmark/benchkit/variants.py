@@ -121,8 +121,7 @@ class Variants:
         for system in bench.systems:
             bench.run_sequence(system, back_to_back=variant.back_to_back)
             if bench.delay:
-                bench.delay_limits_due = True  # curl's 20 ms passes right before imgfs's, as in loopback
-                bench.delay_limits_beside(bench.delay.url)
+                bench.delay_limits(bench.delay.url)  # curl's 20 ms passes right before imgfs's, as in loopback
                 bench.run_cold_each(system, bench.delay.url, "@20ms")
 
     def described(self):

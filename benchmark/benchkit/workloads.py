@@ -389,14 +389,18 @@ class Bench(Limits):
         self.run_dedup(system, url, suffix="@20ms")
 
     def delay_limits_beside(self, url):
-        """curl's cold 20 ms passes, once per repetition, right before the first system's 20 ms rows: on this VM a
-        limit measured a minute earlier is not comparable (docs/PERFORMANCE.md), as for the floors. An untimed fetch
-        of a few icons comes first: the sequence before ends with drop_caches, and a timed curl must not be the one
-        that reads curl and its libraries back from the disk."""
+        """delay_limits, once per repetition: right before the first system's 20 ms rows."""
         if self.delay_limits_due:
-            self.curl_many(url, self.small[:SMALL_READERS], SMALL_READERS, "null")
-            self.cold_limits(url, "@20ms", cpu=False)
+            self.delay_limits(url)
             self.delay_limits_due = False
+
+    def delay_limits(self, url):
+        """curl's cold 20 ms passes, run right before a system's 20 ms rows: on this VM a limit measured a minute
+        earlier is not comparable (docs/PERFORMANCE.md), as for the floors. An untimed fetch of a few icons comes
+        first: the sequence before ends with drop_caches, and a timed curl must not be the one that reads curl and
+        its libraries back from the disk."""
+        self.curl_many(url, self.small[:SMALL_READERS], SMALL_READERS, "null")
+        self.cold_limits(url, "@20ms", cpu=False)
 
     def run_cold_each(self, system, url, suffix):
         """cold-small and cold-large (with its CPU per MB and idle share), each on a fresh mount of url (keys end
