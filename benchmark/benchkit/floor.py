@@ -12,7 +12,8 @@ sequence instead.
   imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
 - floor dropped-large: a fresh floorfs mount serving the large files from its memory, every byte by READ, with its
   CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
-  Every floorfs mount reads ahead as imgfs does (1 MiB, so READs of up to 1 MiB).
+  Every floorfs mount reads ahead as imgfs does (1 MiB, so READs of up to 1 MiB). In https-h2 it runs too (with
+  store-large), right after imgfs's cold-large at 20 ms: the floor of that row's CPU per MB.
 - floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
   by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
   bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
