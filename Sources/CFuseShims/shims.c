@@ -14,6 +14,9 @@
 // out here as the kernel defines them.
 #define IMGFS_FUSE_PASSTHROUGH_FLAGS2 (1u << 5) /* FUSE_PASSTHROUGH is bit 37 of the 64 INIT flags */
 #define IMGFS_FOPEN_PASSTHROUGH (1u << 7)
+// FUSE_DIRECT_IO_ALLOW_MMAP (kernel 6.6, protocol 7.39) is bit 36 of the INIT flags: files opened with direct_io may
+// then be mapped shared too.
+#define IMGFS_FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2 (1u << 4)
 struct imgfs_backing_map {
     int32_t fd;
     uint32_t flags;
@@ -26,9 +29,11 @@ struct imgfs_backing_map {
 static _Atomic uint64_t init_unique = UINT64_MAX;
 static atomic_bool offers_parallel_dirops = false;
 static atomic_bool offers_passthrough = false;
+static atomic_bool offers_direct_io_mmap = false;
 static atomic_bool wants_passthrough = false;
 static atomic_bool granted_parallel_dirops = false;
 static atomic_bool granted_passthrough = false;
+static atomic_bool granted_direct_io_mmap = false;
 // The backing id the open reply being sent on this thread must carry (0: none).
 static _Thread_local int32_t pending_backing_id = 0;
 static _Thread_local bool pending_backing_sent = false;
@@ -36,7 +41,8 @@ static _Thread_local bool pending_backing_sent = false;
 // MARK: the rewriting, on the kernel's wire format only (no state: unit-tested on byte buffers)
 
 struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t length) {
-    struct imgfs_init_offer offer = {.is_init = false, .unique = 0, .parallel_dirops = false, .passthrough = false};
+    struct imgfs_init_offer offer = {
+        .is_init = false, .unique = 0, .parallel_dirops = false, .passthrough = false, .direct_io_mmap = false};
     if (length < sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) return offer;
     const struct fuse_in_header *header = request;
     if (header->opcode != FUSE_INIT) return offer;
@@ -48,12 +54,13 @@ struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t l
     bool extended = length >= sizeof(struct fuse_in_header) + offsetof(struct fuse_init_in, flags2) + sizeof(uint32_t)
                     && (init->flags & FUSE_INIT_EXT) != 0;
     offer.passthrough = extended && (init->flags2 & IMGFS_FUSE_PASSTHROUGH_FLAGS2) != 0;
+    offer.direct_io_mmap = extended && (init->flags2 & IMGFS_FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2) != 0;
     return offer;
 }
 
 struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, struct imgfs_init_offer offer,
                                                     bool wants_passthrough) {
-    struct imgfs_init_grant grant = {.parallel_dirops = false, .passthrough = false};
+    struct imgfs_init_grant grant = {.parallel_dirops = false, .passthrough = false, .direct_io_mmap = false};
     if (length < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) return grant;
     struct fuse_init_out *init = body;
     if (offer.parallel_dirops) {
@@ -68,6 +75,11 @@ struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, s
         init->flags2 |= IMGFS_FUSE_PASSTHROUGH_FLAGS2;
         init->unused[0] = 1;
         grant.passthrough = true;
+    }
+    if (offer.direct_io_mmap && length >= sizeof(struct fuse_init_out)) {
+        init->flags |= FUSE_INIT_EXT;
+        init->flags2 |= IMGFS_FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2;
+        grant.direct_io_mmap = true;
     }
     return grant;
 }
@@ -91,6 +103,7 @@ static ssize_t hooked_read(int fd, void *buffer, size_t length, void *userdata) 
         if (offer.is_init) {
             atomic_store(&offers_parallel_dirops, offer.parallel_dirops);
             atomic_store(&offers_passthrough, offer.passthrough);
+            atomic_store(&offers_direct_io_mmap, offer.direct_io_mmap);
             atomic_store(&init_unique, offer.unique);
         }
     }
@@ -104,11 +117,13 @@ static ssize_t hooked_writev(int fd, struct iovec *vectors, int count, void *use
         if (header->error == 0 && header->unique == atomic_load(&init_unique)) {
             struct imgfs_init_offer offer = {.is_init = true, .unique = header->unique,
                                              .parallel_dirops = atomic_load(&offers_parallel_dirops),
-                                             .passthrough = atomic_load(&offers_passthrough)};
+                                             .passthrough = atomic_load(&offers_passthrough),
+                                             .direct_io_mmap = atomic_load(&offers_direct_io_mmap)};
             struct imgfs_init_grant grant = imgfs_fuse_amend_init_reply(vectors[1].iov_base, vectors[1].iov_len, offer,
                                                                         atomic_load(&wants_passthrough));
             atomic_store(&granted_parallel_dirops, grant.parallel_dirops);
             atomic_store(&granted_passthrough, grant.passthrough);
+            atomic_store(&granted_direct_io_mmap, grant.direct_io_mmap);
             atomic_store(&init_unique, UINT64_MAX);
         } else if (header->error == 0 && pending_backing_id != 0) {
             pending_backing_sent = imgfs_fuse_amend_open_reply(vectors[1].iov_base, vectors[1].iov_len,
@@ -130,6 +145,8 @@ bool imgfs_fuse_parallel_dirops_granted(void) { return atomic_load(&granted_para
 bool imgfs_fuse_passthrough_offered(void) { return atomic_load(&offers_passthrough); }
 
 bool imgfs_fuse_passthrough_granted(void) { return atomic_load(&granted_passthrough); }
+
+bool imgfs_fuse_direct_io_mmap_granted(void) { return atomic_load(&granted_direct_io_mmap); }
 
 int imgfs_fuse_backing_open(struct fuse_session *session, int fd) {
     struct imgfs_backing_map map = {.fd = fd, .flags = 0, .padding = 0};

@@ -28,6 +28,16 @@ final class FuseOperations: @unchecked Sendable {
     var passthrough: PassthroughOpens?
     /// Asks the kernel whether it still caches an inode's pages (set with ``passthrough``).
     var pageCacheProbe: PageCacheProbe?
+    /// Whether the mount lets the reads of a large image that is still arriving bypass the page cache
+    /// (``ImageFilesystem/OpenFile/arrivingAlone``).
+    var directReadsWhileArriving = false
+
+    /// Whether an open of an image still arriving bypasses the page cache now: asked for, the opens after it can be
+    /// served by passthrough from the whole image (so no read needs the pages it did not leave), and the kernel lets
+    /// direct_io files be mapped shared (Linux 6.6+), so programs that map images still can.
+    var bypassesPageCacheWhileArriving: Bool {
+        directReadsWhileArriving && passthrough?.isUsable == true && imgfs_fuse_direct_io_mmap_granted()
+    }
 
     init(filesystem: ImageFilesystem, logger: Logger) {
         self.filesystem = filesystem
@@ -130,7 +140,8 @@ final class FuseOperations: @unchecked Sendable {
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(
                 info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
-                passthrough: operations.passthrough, probe: operations.pageCacheProbe)
+                passthrough: operations.passthrough, probe: operations.pageCacheProbe,
+                bypassWhileArriving: operations.bypassesPageCacheWhileArriving)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) {
                 [pending = operations.pending] result in
@@ -283,6 +294,8 @@ private struct OpenReply: @unchecked Sendable {
     let store: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
     let passthrough: PassthroughOpens?
     let probe: PageCacheProbe?
+    /// ``FuseOperations/bypassesPageCacheWhileArriving`` when the open came.
+    let bypassWhileArriving: Bool
 
     func send(_ request: consuming Request, _ file: ImageFilesystem.OpenFile) {
         // Before the answer, so the read that follows finds the pages (keep_cache below keeps them).
@@ -319,9 +332,16 @@ private struct OpenReply: @unchecked Sendable {
             if request.reply(open: info, backingId: backingId) != 0 { passthrough.end(inode) }
             return
         }
-        // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and a
-        // refresh with other bytes invalidates them explicitly.
-        info.keep_cache = 1
+        if file.arrivingAlone && bypassWhileArriving {
+            // Each byte goes once from imgfs into the reader's buffer (the kernel's read-ahead does not apply). Counted
+            // as a page-cache open all the same: while it lives no open of the image asks for passthrough, which the
+            // kernel refuses next to a shared mapping of it.
+            info.direct_io = 1
+        } else {
+            // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and
+            // a refresh with other bytes invalidates them explicitly.
+            info.keep_cache = 1
+        }
         if request.reply(open: info) != 0 { passthrough?.end(inode) }
     }
 }

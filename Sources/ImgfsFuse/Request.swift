@@ -162,7 +162,9 @@ enum StatConversion {
         status.st_mode = (attributes.kind == .directory ? S_IFDIR : S_IFREG) | mode_t(attributes.permissions)
         status.st_nlink = UInt(attributes.linkCount)
         status.st_size = off_t(attributes.size)
-        status.st_blksize = 4096
+        // The I/O size programs ask for (stdio, Python, coreutils): reads of an image still arriving go to imgfs one
+        // call at a time, without the kernel's read-ahead.
+        status.st_blksize = 128 * 1024
         status.st_blocks = blkcnt_t((attributes.size + 511) / 512)
         status.st_uid = getuid()
         status.st_gid = getgid()

@@ -67,6 +67,36 @@ struct ImageFilesystemTests {
         #expect(opens.all == [.accessDenied, .readOnly])
     }
 
+    @Test("an open of a large image still arriving and open nowhere else is marked arriving alone; no other open is")
+    func arrivingAlone() throws {
+        let size = ImageFilesystem.preloadLimit + 4096
+        let inode = try lookupImage("http://127.0.0.1/large.png").get().attributes.inode
+        let opens = Replies<Bool?>()
+        let open = { self.filesystem.open(inode, forWriting: false) { opens.record((try? $0.get())?.arrivingAlone) } }
+        open()
+        let observer = fetcher.transfers[0].observer
+        _ = observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: size, contentType: "image/png"))
+        let half = [UInt8](repeating: 7, count: size / 2)
+        half.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        open()  // next to the first one
+        #expect(opens.all == [true, false])
+        filesystem.release(inode, handle: 0)
+        filesystem.release(inode, handle: 0)
+        open()  // alone again, still arriving
+        filesystem.release(inode, handle: 0)
+        let rest = [UInt8](repeating: 8, count: size - half.count)
+        rest.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        open()  // every byte has arrived (the transfer has not reported its end yet)
+        #expect(opens.all == [true, false, true, false])
+        let small = try lookupImage("http://127.0.0.1/small.png").get().attributes.inode
+        filesystem.open(small, forWriting: false) { opens.record((try? $0.get())?.arrivingAlone) }
+        let smallObserver = fetcher.transfers[1].observer
+        _ = smallObserver.transferDidReceive(
+            head: ResponseHead(status: 200, contentLength: 2048, contentType: "image/png"))
+        half[..<1024].withUnsafeBytes { _ = smallObserver.transferDidReceive(bytes: $0) }
+        #expect(opens.all == [true, false, true, false, false], "a small image is never read past the page cache")
+    }
+
     @Test("chunked names resolve to the same inode as the plain name, and register the digest name")
     func chunkedAndDigestNames() throws {
         let long = try ImageURL("http://127.0.0.1/a.png?sig=" + String(repeating: "%", count: 400))

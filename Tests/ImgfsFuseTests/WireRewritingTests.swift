@@ -12,6 +12,7 @@ struct WireRewritingTests {
     static let writebackCache: UInt32 = 1 << 16
     static let initExt: UInt32 = 1 << 30
     static let passthroughFlags2: UInt32 = 1 << 5
+    static let directIOAllowMmapFlags2: UInt32 = 1 << 4
     static let directIO: UInt32 = 1 << 0
     static let keepCache: UInt32 = 1 << 1
     static let noFlush: UInt32 = 1 << 5
@@ -52,7 +53,8 @@ struct WireRewritingTests {
         body.withUnsafeMutableBytes { imgfs_fuse_amend_init_reply($0.baseAddress, $0.count, offer, wantsPassthrough) }
     }
 
-    static let offersBoth = imgfs_init_offer(is_init: true, unique: 77, parallel_dirops: true, passthrough: true)
+    static let offersBoth = imgfs_init_offer(
+        is_init: true, unique: 77, parallel_dirops: true, passthrough: true, direct_io_mmap: false)
 
     // MARK: - The INIT request
 
@@ -62,8 +64,13 @@ struct WireRewritingTests {
             Self.initRequest(
                 flags: Self.parallelDirops | Self.initExt,
                 flags2: Self.passthroughFlags2, unique: 12_345))
-        #expect(offer.is_init && offer.parallel_dirops && offer.passthrough)
+        #expect(offer.is_init && offer.parallel_dirops && offer.passthrough && !offer.direct_io_mmap)
         #expect(offer.unique == 12_345)
+        let mapping = Self.offer(
+            Self.initRequest(flags: Self.initExt, flags2: Self.directIOAllowMmapFlags2 | Self.passthroughFlags2))
+        #expect(mapping.direct_io_mmap && mapping.passthrough)
+        let withoutExt = Self.offer(Self.initRequest(flags: 0, flags2: Self.directIOAllowMmapFlags2))
+        #expect(withoutExt.is_init && !withoutExt.direct_io_mmap)
     }
 
     @Test(
@@ -103,11 +110,34 @@ struct WireRewritingTests {
         #expect(changed.allSatisfy { (12..<16).contains($0) || (32..<40).contains($0) })
     }
 
+    @Test("FUSE_DIRECT_IO_ALLOW_MMAP (with FUSE_INIT_EXT) when the kernel offered it, whether or not passthrough is")
+    func allowsMappingDirectFiles() {
+        for wants in [true, false] {
+            var body = [UInt8](repeating: 0, count: 64)
+            var offer = Self.offersBoth
+            offer.direct_io_mmap = true
+            let grant = Self.amend(&body, offer, wantsPassthrough: wants)
+            #expect(grant.direct_io_mmap && grant.passthrough == wants)
+            #expect(Self.word(body, at: 12) == Self.parallelDirops | Self.initExt)
+            #expect(Self.word(body, at: 32) == Self.directIOAllowMmapFlags2 | (wants ? Self.passthroughFlags2 : 0))
+        }
+        var notOffered = [UInt8](repeating: 0, count: 64)
+        let grant = Self.amend(&notOffered, Self.offersBoth, wantsPassthrough: false)
+        #expect(!grant.direct_io_mmap && Self.word(notOffered, at: 32) == 0)
+        var older = [UInt8](repeating: 0, count: 24)
+        var offer = Self.offersBoth
+        offer.direct_io_mmap = true
+        #expect(!Self.amend(&older, offer, wantsPassthrough: false).direct_io_mmap)
+    }
+
     @Test("no passthrough when not wanted, not offered, or with a writeback cache; parallel lookups still")
     func passthroughOnlyWhenAllAgree() {
         let cases: [(offer: imgfs_init_offer, wants: Bool, flags: UInt32)] = [
             (Self.offersBoth, false, 0),
-            (imgfs_init_offer(is_init: true, unique: 1, parallel_dirops: true, passthrough: false), true, 0),
+            (
+                imgfs_init_offer(
+                    is_init: true, unique: 1, parallel_dirops: true, passthrough: false, direct_io_mmap: false), true, 0
+            ),
             (Self.offersBoth, true, Self.writebackCache)
         ]
         for (offer, wants, flags) in cases {
@@ -133,7 +163,8 @@ struct WireRewritingTests {
         #expect(!none.parallel_dirops && !none.passthrough)
         #expect(tiny.allSatisfy { $0 == 0xEE })
         var notOffered = [UInt8](repeating: 0, count: 64)
-        let noOffer = imgfs_init_offer(is_init: true, unique: 1, parallel_dirops: false, passthrough: false)
+        let noOffer = imgfs_init_offer(
+            is_init: true, unique: 1, parallel_dirops: false, passthrough: false, direct_io_mmap: false)
         let nothing = Self.amend(&notOffered, noOffer, wantsPassthrough: true)
         #expect(!nothing.parallel_dirops && !nothing.passthrough && notOffered.allSatisfy { $0 == 0 })
     }

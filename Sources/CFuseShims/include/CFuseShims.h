@@ -13,7 +13,7 @@ struct fuse_file_info;
 // (kernel 6.9: the kernel reads an open file's bytes from a file the daemon registered, without READ requests). This
 // installs libfuse's custom I/O on the mounted session's descriptor: reads and writes go to /dev/fuse unchanged,
 // except that the INIT reply gets FUSE_PARALLEL_DIROPS when the kernel offered it, and FUSE_PASSTHROUGH when the
-// kernel offered it and `passthrough` is true; and that an open answered by imgfs_fuse_reply_open_passthrough carries
+// kernel offered it and `passthrough` is true, and FUSE_DIRECT_IO_ALLOW_MMAP when the kernel offered it; and that an open answered by imgfs_fuse_reply_open_passthrough carries
 // its backing file. Call after fuse_session_mount and before the loop; returns false if libfuse refused.
 bool imgfs_fuse_install_init_hooks(struct fuse_session *session, bool passthrough);
 
@@ -25,6 +25,10 @@ bool imgfs_fuse_passthrough_offered(void);
 
 // Whether the INIT reply sent so far turned passthrough on (false until INIT has been answered).
 bool imgfs_fuse_passthrough_granted(void);
+
+// Whether the INIT reply sent so far let files opened with direct_io be mapped shared (false until INIT has been
+// answered, and on kernels before 6.6).
+bool imgfs_fuse_direct_io_mmap_granted(void);
 
 // Registers `fd` as a backing file (needs CAP_SYS_ADMIN): the backing id (> 0), or -errno.
 int imgfs_fuse_backing_open(struct fuse_session *session, int fd);
@@ -48,6 +52,7 @@ struct imgfs_init_offer {
     uint64_t unique;
     bool parallel_dirops;
     bool passthrough;
+    bool direct_io_mmap;
 };
 struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t length);
 
@@ -55,6 +60,7 @@ struct imgfs_init_offer imgfs_fuse_read_init_offer(const void *request, size_t l
 struct imgfs_init_grant {
     bool parallel_dirops;
     bool passthrough;
+    bool direct_io_mmap;
 };
 struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, struct imgfs_init_offer offer,
                                                     bool wants_passthrough);

@@ -19,9 +19,9 @@ extension ImageRepository {
                 switch tiers.openDiskFile(record, of: url) {
                 case .opened(let file):
                     state.withLock { $0.counters.diskHits += 1 }
-                    reply(.success((record.metadata, nil, file)))
+                    reply(.success((record.metadata, nil, file, false)))
                 case .unavailable:
-                    reply(.success((record.metadata, nil, nil)))
+                    reply(.success((record.metadata, nil, nil, false)))
                 case .dropped:
                     opening(url, interest: interest, fileAbove: fileAbove, reply: reply)
                 }
@@ -31,7 +31,7 @@ extension ImageRepository {
                 return opening(url, interest: interest, fileAbove: fileAbove, reply: reply)
             }
             state.withLock { $0.counters.diskHits += 1 }
-            reply(.success((record.metadata, body, nil)))
+            reply(.success((record.metadata, body, nil, false)))
         }
     }
 }

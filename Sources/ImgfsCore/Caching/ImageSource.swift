@@ -7,9 +7,10 @@ public enum ImageSource: Sendable {
     case disk(CacheRecord)
     case download(Download)
 
-    /// The metadata, the whole body when it is in memory, and the file of a disk entry when one was opened for the
-    /// kernel (``ImageRepository/opening(_:interest:fileAbove:reply:)``).
-    public typealias Found = (metadata: ImageMetadata, body: ImageSlice?, file: KernelReadableBody?)
+    /// The metadata, the whole body when it is in memory, the file of a disk entry when one was opened for the
+    /// kernel (``ImageRepository/opening(_:interest:fileAbove:reply:)``), and whether the body is still arriving (a
+    /// transfer has not delivered all of it yet).
+    public typealias Found = (metadata: ImageMetadata, body: ImageSlice?, file: KernelReadableBody?, arriving: Bool)
     public typealias FoundReply = @Sendable (Result<Found, FetchError>) -> Void
 
     /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.
@@ -19,13 +20,16 @@ public enum ImageSource: Sendable {
             reply(.failure(error))
         case .success(.download(let download)):
             download.whenMetadataKnown(interest: interest) { result in
-                reply(result.map { ($0, download.arrivedBody, nil) })
+                let body = download.arrivedBody
+                reply(result.map { ($0, body, nil, body == nil) })
             }
         case .success(.memory(let image)):
             reply(
-                .success((image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size), nil)))
+                .success(
+                    (image.metadata, ImageSlice(bytes: image.bytes, offset: 0, count: image.metadata.size), nil, false)
+                ))
         case .success(let source):
-            reply(.success((source.metadata!, nil, nil)))
+            reply(.success((source.metadata!, nil, nil, false)))
         }
     }
 

@@ -34,10 +34,15 @@ public final class ImageFilesystem: Sendable {
         /// The whole image as a file the kernel may read by itself, when it is larger than ``preloadLimit`` and all
         /// of it is in file-backed memory (``BodyMemory``) or it was found in the disk cache (its data file).
         public var kernelReadable: KernelReadableBody? = nil
+        /// The image is larger than ``preloadLimit``, its bytes are still arriving, and no other open file of it is
+        /// open: the adapter may have this file's reads bypass the page cache, so each byte is copied once, into the
+        /// reader, rather than into the page cache and out again (later opens find the whole image in a file).
+        public var arrivingAlone = false
 
         public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
             lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
                 && lhs.kernelReadable?.identity == rhs.kernelReadable?.identity
+                && lhs.arrivingAlone == rhs.arrivingAlone
         }
     }
 
@@ -190,8 +195,13 @@ public final class ImageFilesystem: Sendable {
                     size: cachedSize ?? repository.report(url).metadata?.size)
             }
             repository.opening(url, interest: interest, fileAbove: Self.preloadLimit) { [self] result in
+                var opens = 0
                 switch result {
-                case .success: openHandles.withLock { $0[inode, default: 0] += 1 }
+                case .success:
+                    opens = openHandles.withLock { counts in
+                        counts[inode, default: 0] += 1
+                        return counts[inode]!
+                    }
                 case .failure(let error):
                     if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
                 }
@@ -201,7 +211,8 @@ public final class ImageFilesystem: Sendable {
                         return OpenFile(
                             handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
                             kernelReadable: size > Self.preloadLimit
-                                ? found.file ?? KernelReadableBody(found.body, size: size) : nil)
+                                ? found.file ?? KernelReadableBody(found.body, size: size) : nil,
+                            arrivingAlone: found.arriving && size > Self.preloadLimit && opens == 1)
                     }.mapError { $0.filesystemError })
             }
         case .generated(let file):

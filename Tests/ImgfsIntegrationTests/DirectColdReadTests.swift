@@ -1,0 +1,121 @@
+import Foundation
+import Glibc
+import ImgfsTestSupport
+import Synchronization
+import Testing
+
+/// A large image opened while it still arrives, and open nowhere else, is read past the kernel's page cache (direct_io):
+/// each byte goes once from imgfs into the reader's buffer. Proven by rereading through the same descriptor while the
+/// daemon is stopped (SIGSTOP): a page-cache open finishes from the kernel's pages, a direct one waits for imgfs.
+@Suite("Direct reads of images still arriving", .serialized, .enabled(if: FuseAvailability.available))
+struct DirectColdReadTests {
+    /// A slow origin: the image takes about `seconds` to arrive, so the test's open finds it arriving.
+    static func slowly(_ image: [UInt8], seconds: Double) -> OriginResponse {
+        var response = OriginResponse.ok(image, contentType: "image/jpeg")
+        response.bytesPerSecond = Int(Double(image.count) / seconds)
+        return response
+    }
+
+    /// Everything from offset 0 of `descriptor` in reads of `size` bytes (as a program without a buffer reads).
+    static func readAll(_ descriptor: Int32, readSize size: Int) -> Result<[UInt8], Errno> {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: size)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, size, off_t(bytes.count)) }
+            if count < 0 { return .failure(Errno(errno)) }
+            if count == 0 { return .success(bytes) }
+            bytes += buffer[..<count]
+        }
+    }
+
+    /// Rereads `descriptor` whole while the daemon is stopped for up to `seconds`: whether that finished before the
+    /// daemon ran again, and what it read in the end (the daemon always runs again).
+    static func rereadWhileStopped(
+        _ descriptor: Int32, _ mount: MountedImgfs, seconds: Double
+    ) -> (
+        finishedStopped: Bool, result: Result<[UInt8], Errno>?
+    ) {
+        let result = Mutex<Result<[UInt8], Errno>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        mount.process.signal(SIGSTOP)
+        DispatchQueue.global().async {
+            let bytes = PosixFile.readAll(descriptor)
+            result.withLock { $0 = bytes }
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + seconds) == .success
+        mount.process.signal(SIGCONT)
+        if !finished { done.wait() }
+        return (finished, result.withLock { $0 })
+    }
+
+    /// SHA-256 of a read's bytes (so that a failure does not print megabytes).
+    static func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
+        result.map { $0.map(Fixtures.sha256) }
+    }
+
+    @Test("an image still arriving reads whole in 4 KiB reads, from imgfs even on a reread; later opens by passthrough")
+    func arrivingImageBypassesThePageCache() throws {
+        let image = try Fixtures.largeJPEG()
+        #expect(image.count > 1 << 20)
+        try withMountedOrigin { origin, mount in
+            origin.route("/slow.jpg", Self.slowly(image, seconds: 1))
+            let path = mount.path(origin.baseURL + "/slow.jpg")
+            do {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                try #require(descriptor >= 0, "open: \(Errno(errno))")
+                defer { close(descriptor) }
+                #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
+                let reread = Self.rereadWhileStopped(descriptor, mount, seconds: 1.5)
+                #expect(!reread.finishedStopped, "the open's reads come from imgfs, not from the kernel's pages")
+                #expect(Self.digest(reread.result) == Self.digest(.success(image)))
+            }
+            // The kernel sends RELEASE in the background after close; an open that overtook it would stay with the
+            // page cache (as next to any open file of the image).
+            Thread.sleep(forTimeInterval: 0.3)
+            // The image is whole now: a new open is served by the kernel from imgfs's file, without the daemon.
+            let later = open(path, O_RDONLY | O_CLOEXEC)
+            try #require(later >= 0)
+            defer { close(later) }
+            let passthrough = Self.rereadWhileStopped(later, mount, seconds: 10)
+            #expect(passthrough.finishedStopped, "a later open reads without the daemon (passthrough)")
+            #expect(Self.digest(passthrough.result) == Self.digest(.success(image)))
+            #expect(origin.requestCount("/slow.jpg") == 1)
+        }
+    }
+
+    @Test("an image still arriving can be mapped shared, and the mapping holds its bytes")
+    func arrivingImageMapsShared() throws {
+        let image = try Fixtures.largePNG()
+        try withMountedOrigin { origin, mount in
+            var response = Self.slowly(image, seconds: 1)
+            response.headers = [("Content-Type", "image/png")]
+            origin.route("/slow.png", response)
+            let path = mount.path(origin.baseURL + "/slow.png")
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            try #require(descriptor >= 0, "open: \(Errno(errno))")
+            defer { close(descriptor) }
+            let address = mmap(nil, image.count, PROT_READ, MAP_SHARED, descriptor, 0)
+            try #require(address != nil && address != MAP_FAILED, "mmap: \(Errno(errno))")
+            defer { munmap(address, image.count) }
+            let mapped = [UInt8](UnsafeRawBufferPointer(start: address, count: image.count))
+            #expect(Fixtures.sha256(mapped) == Fixtures.sha256(image))
+        }
+    }
+
+    @Test("with --no-direct-cold-reads the reads of an image still arriving fill the page cache")
+    func pageCacheWhenAskedFor() throws {
+        let image = try Fixtures.largeJPEG()
+        try withMountedOrigin(["--no-direct-cold-reads"]) { origin, mount in
+            origin.route("/slow.jpg", Self.slowly(image, seconds: 1))
+            let path = mount.path(origin.baseURL + "/slow.jpg")
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            try #require(descriptor >= 0, "open: \(Errno(errno))")
+            defer { close(descriptor) }
+            #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
+            let reread = Self.rereadWhileStopped(descriptor, mount, seconds: 10)
+            #expect(reread.finishedStopped, "the reread came from the kernel's pages")
+            #expect(Self.digest(reread.result) == Self.digest(.success(image)))
+        }
+    }
+}
