@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ImgfsTestSupport
-import Synchronization
 import Testing
 
 /// A large image opened while it still arrives, and open nowhere else, is read past the kernel's page cache (direct_io):
@@ -28,27 +27,6 @@ struct DirectColdReadTests {
         }
     }
 
-    /// Rereads `descriptor` whole while the daemon is stopped for up to `seconds`: whether that finished before the
-    /// daemon ran again, and what it read in the end (the daemon always runs again).
-    static func rereadWhileStopped(
-        _ descriptor: Int32, _ mount: MountedImgfs, seconds: Double
-    ) -> (
-        finishedStopped: Bool, result: Result<[UInt8], Errno>?
-    ) {
-        let result = Mutex<Result<[UInt8], Errno>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        mount.process.signal(SIGSTOP)
-        DispatchQueue.global().async {
-            let bytes = PosixFile.readAll(descriptor)
-            result.withLock { $0 = bytes }
-            done.signal()
-        }
-        let finished = done.wait(timeout: .now() + seconds) == .success
-        mount.process.signal(SIGCONT)
-        if !finished { done.wait() }
-        return (finished, result.withLock { $0 })
-    }
-
     /// SHA-256 of a read's bytes (so that a failure does not print megabytes).
     static func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
         result.map { $0.map(Fixtures.sha256) }
@@ -66,7 +44,7 @@ struct DirectColdReadTests {
                 try #require(descriptor >= 0, "open: \(Errno(errno))")
                 defer { close(descriptor) }
                 #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
-                let reread = Self.rereadWhileStopped(descriptor, mount, seconds: 1.5)
+                let reread = mount.readWhileStopped(descriptor, seconds: 1.5)
                 #expect(!reread.finishedStopped, "the open's reads come from imgfs, not from the kernel's pages")
                 #expect(Self.digest(reread.result) == Self.digest(.success(image)))
             }
@@ -77,7 +55,7 @@ struct DirectColdReadTests {
             let later = open(path, O_RDONLY | O_CLOEXEC)
             try #require(later >= 0)
             defer { close(later) }
-            let passthrough = Self.rereadWhileStopped(later, mount, seconds: 10)
+            let passthrough = mount.readWhileStopped(later, seconds: 10)
             #expect(passthrough.finishedStopped, "a later open reads without the daemon (passthrough)")
             #expect(Self.digest(passthrough.result) == Self.digest(.success(image)))
             #expect(origin.requestCount("/slow.jpg") == 1)
@@ -113,7 +91,7 @@ struct DirectColdReadTests {
             try #require(descriptor >= 0, "open: \(Errno(errno))")
             defer { close(descriptor) }
             #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
-            let reread = Self.rereadWhileStopped(descriptor, mount, seconds: 10)
+            let reread = mount.readWhileStopped(descriptor, seconds: 10)
             #expect(reread.finishedStopped, "the reread came from the kernel's pages")
             #expect(Self.digest(reread.result) == Self.digest(.success(image)))
         }

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ImgfsTestSupport
-import Synchronization
 import Testing
 
 /// Large images the kernel reads by itself (FUSE passthrough from imgfs's memfd files) once it no longer caches their
@@ -40,21 +39,8 @@ struct PassthroughTests {
     /// Reads `file` whole while the daemon is stopped: nil when that did not finish within 10 s (the read waited for
     /// imgfs); the daemon always runs again afterwards.
     func readWhileStopped(_ file: OpenFile, _ mount: MountedImgfs) -> Result<[UInt8], Errno>? {
-        let result = Mutex<Result<[UInt8], Errno>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        // The closure holds the descriptor, not the file: a block that libdispatch releases late would otherwise keep
-        // the file open past the test's unmount.
-        let descriptor = file.descriptor
-        mount.process.signal(SIGSTOP)
-        DispatchQueue.global().async {
-            let bytes = PosixFile.readAll(descriptor)
-            result.withLock { $0 = bytes }
-            done.signal()
-        }
-        let finished = done.wait(timeout: .now() + 10) == .success
-        mount.process.signal(SIGCONT)
-        if !finished { done.wait() }
-        return finished ? result.withLock { $0 } : nil
+        let read = mount.readWhileStopped(file.descriptor, seconds: 10)
+        return read.finishedStopped ? read.result : nil
     }
 
     /// Reads the image once (the kernel caches it) and drops the kernel's pages, so the next open finds none.

@@ -14,6 +14,10 @@ sequence instead.
   CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
   Every floorfs mount reads ahead as imgfs does (1 MiB, so READs of up to 1 MiB). In https-h2 it runs too (with
   store-large), right after imgfs's cold-large at 20 ms: the floor of that row's CPU per MB.
+- floor warm-large-memfd: the large files written into new memfds (512 KiB pieces, as imgfs keeps a large body) and
+  read by the same readers through /proc/self/fd, first pass and passes 2–5, right after imgfs's warm-large: the
+  memory imgfs's warm reads come from by passthrough (a large image read while it arrived leaves no pages in the
+  kernel's page cache), which reads slower than the corpus's older tmpfs pages on this VM.
 - floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
   by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
   bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
@@ -159,6 +163,26 @@ class FloorRows:
                 bench.record(FLOOR, "dropped-large-cpu", bench.last_cpu / bench.large_mb() * 1e3, "ms of CPU per MB")
         self.store_large(on_tmpfs)
 
+    def memfd_large(self):
+        """The large files in new memfds read by the same readers (first pass, then passes 2–5), as imgfs's warm
+        reads of them by passthrough."""
+        bench = self.bench
+        descriptors = []
+        try:
+            for rel in bench.large:
+                descriptor = os.memfd_create(os.path.basename(rel))
+                descriptors.append(descriptor)
+                with open(os.path.join(bench.corpus, rel), "rb") as f:
+                    data = memoryview(f.read())
+                for start in range(0, len(data), 512 << 10):
+                    os.write(descriptor, data[start:start + (512 << 10)])
+            paths = [f"/proc/self/fd/{descriptor}" for descriptor in descriptors]
+            bench.timed_read(FLOOR, "warm-large-memfd", paths, bench.large, bench.large_buffers, LARGE_READERS,
+                             "bytes", passes=WARM_PASSES, split_first=True)
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+
     def store_large(self, sources):
         """The CPU per MB of writing the large files' bytes (read into memory first) into new tmpfs files."""
         bench = self.bench
@@ -216,6 +240,7 @@ class FloorRows:
     def after_sequence(self):
         """Every row, one after the other: after a back-to-back sequence, which must leave imgfs no pause."""
         self.warm()
+        self.memfd_large()
         self.dropped(drop=True)
         self.large()
         self.remount()

@@ -228,6 +228,8 @@ class Bench(Limits):
                 return
             self.timed_read(name, "warm-large", large, self.large, self.large_buffers, LARGE_READERS, "bytes",
                             passes=WARM_PASSES, split_first=True)
+            if beside:
+                beside.memfd_large()
             mount.sample_rss()
             drop_caches(sync=not back_to_back)
             if self.timed_read(name, "dropped-small", small, rels, self.small_buffers, SMALL_READERS,

@@ -12,8 +12,9 @@ struct fuse_file_info;
 // libfuse 3.17.1), so the kernel serializes LOOKUP and READDIR per directory; and it knows nothing of passthrough
 // (kernel 6.9: the kernel reads an open file's bytes from a file the daemon registered, without READ requests). This
 // installs libfuse's custom I/O on the mounted session's descriptor: reads and writes go to /dev/fuse unchanged,
-// except that the INIT reply gets FUSE_PARALLEL_DIROPS when the kernel offered it, and FUSE_PASSTHROUGH when the
-// kernel offered it and `passthrough` is true, and FUSE_DIRECT_IO_ALLOW_MMAP when the kernel offered it; and that an open answered by imgfs_fuse_reply_open_passthrough carries
+// except that the INIT reply gets FUSE_PARALLEL_DIROPS when the kernel offered it, FUSE_PASSTHROUGH when the kernel
+// offered it and `passthrough` is true, and FUSE_DIRECT_IO_ALLOW_MMAP (kernel 6.6: files opened with direct_io may be
+// mapped shared) when the kernel offered it; and that an open answered by imgfs_fuse_reply_open_passthrough carries
 // its backing file. Call after fuse_session_mount and before the loop; returns false if libfuse refused.
 bool imgfs_fuse_install_init_hooks(struct fuse_session *session, bool passthrough);
 
