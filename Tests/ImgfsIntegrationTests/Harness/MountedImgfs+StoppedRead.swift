@@ -6,7 +6,9 @@ extension MountedImgfs {
     /// Reads `descriptor` whole, from offset 0, while the daemon is stopped (SIGSTOP) for up to `seconds`: whether the
     /// read finished before the daemon ran again (only a read the kernel serves by itself can: from its page cache or
     /// by passthrough), and what it read in the end. The daemon always runs again before this returns.
-    func readWhileStopped(_ descriptor: Int32, seconds: Double) -> (
+    func readWhileStopped(
+        _ descriptor: Int32, seconds: Double
+    ) -> (
         finishedStopped: Bool, result: Result<[UInt8], Errno>?
     ) {
         let result = Mutex<Result<[UInt8], Errno>?>(nil)
