@@ -27,11 +27,6 @@ struct DirectColdReadTests {
         }
     }
 
-    /// SHA-256 of a read's bytes (so that a failure does not print megabytes).
-    static func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
-        result.map { $0.map(Fixtures.sha256) }
-    }
-
     @Test("an image still arriving reads whole in 4 KiB reads, from imgfs even on a reread; later opens by passthrough")
     func arrivingImageBypassesThePageCache() throws {
         let image = try Fixtures.largeJPEG()
@@ -43,10 +38,10 @@ struct DirectColdReadTests {
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC)
                 try #require(descriptor >= 0, "open: \(Errno(errno))")
                 defer { close(descriptor) }
-                #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
+                #expect(Fixtures.digest(Self.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
                 let reread = mount.readWhileStopped(descriptor, seconds: 1.5)
                 #expect(!reread.finishedStopped, "the open's reads come from imgfs, not from the kernel's pages")
-                #expect(Self.digest(reread.result) == Self.digest(.success(image)))
+                #expect(Fixtures.digest(reread.result) == Fixtures.digest(.success(image)))
             }
             // The kernel sends RELEASE in the background after close; an open that overtook it would stay with the
             // page cache (as next to any open file of the image).
@@ -57,7 +52,7 @@ struct DirectColdReadTests {
             defer { close(later) }
             let passthrough = mount.readWhileStopped(later, seconds: 10)
             #expect(passthrough.finishedStopped, "a later open reads without the daemon (passthrough)")
-            #expect(Self.digest(passthrough.result) == Self.digest(.success(image)))
+            #expect(Fixtures.digest(passthrough.result) == Fixtures.digest(.success(image)))
             #expect(origin.requestCount("/slow.jpg") == 1)
         }
     }
@@ -90,10 +85,10 @@ struct DirectColdReadTests {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             try #require(descriptor >= 0, "open: \(Errno(errno))")
             defer { close(descriptor) }
-            #expect(Self.digest(Self.readAll(descriptor, readSize: 4096)) == Self.digest(.success(image)))
+            #expect(Fixtures.digest(Self.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
             let reread = mount.readWhileStopped(descriptor, seconds: 10)
             #expect(reread.finishedStopped, "the reread came from the kernel's pages")
-            #expect(Self.digest(reread.result) == Self.digest(.success(image)))
+            #expect(Fixtures.digest(reread.result) == Fixtures.digest(.success(image)))
         }
     }
 }

@@ -56,9 +56,9 @@ struct DiskPassthroughTests {
             let file = try PassthroughTests.OpenFile(mount.path(url))
             let second = try PassthroughTests.OpenFile(mount.path(url))
             #expect(
-                helpers.digest(helpers.readWhileStopped(file, mount)) == helpers.digest(.success(image)),
+                Fixtures.digest(helpers.readWhileStopped(file, mount)) == Fixtures.digest(.success(image)),
                 "the read finished without the daemon")
-            #expect(helpers.digest(second.readAll()) == helpers.digest(.success(image)))
+            #expect(Fixtures.digest(second.readAll()) == Fixtures.digest(.success(image)))
             #expect(second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image))
         }
         let statistics = mount.statistics()
@@ -105,7 +105,7 @@ struct DiskPassthroughTests {
             let names = FileManager.default.enumerator(atPath: cache.path)?.allObjects as? [String] ?? []
             #expect(!names.contains { $0.hasSuffix(".data") }, "the data file is gone")
             #expect(
-                helpers.digest(helpers.readWhileStopped(file, mount)) == helpers.digest(.success(image)),
+                Fixtures.digest(helpers.readWhileStopped(file, mount)) == Fixtures.digest(.success(image)),
                 "the open file still reads its image, from the removed file, without the daemon")
         }
         #expect(origin.totalRequests == 1, "nothing fetched again for the open file")
@@ -134,10 +134,10 @@ struct DiskPassthroughTests {
             image.change()
             Poll.elapse(1.3)  // past the 1 s expiry
             let new = try PassthroughTests.OpenFile(mount.path(url))  // revalidated: other bytes replace the entry
-            #expect(helpers.digest(new.readAll()) == helpers.digest(.success(second)), "the new bytes")
+            #expect(Fixtures.digest(new.readAll()) == Fixtures.digest(.success(second)), "the new bytes")
             #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 && $0["repository.in_flight"] == 0 })
             #expect(
-                helpers.digest(helpers.readWhileStopped(old, mount)) == helpers.digest(.success(first)),
+                Fixtures.digest(helpers.readWhileStopped(old, mount)) == Fixtures.digest(.success(first)),
                 "the open file's own image, whole, from the replaced file, without the daemon")
         }
         #expect(origin.totalRequests == 2)

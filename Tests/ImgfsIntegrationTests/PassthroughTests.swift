@@ -45,7 +45,7 @@ struct PassthroughTests {
 
     /// Reads the image once (the kernel caches it) and drops the kernel's pages, so the next open finds none.
     private func readAndForget(_ path: String, expecting image: [UInt8]) throws {
-        #expect(digest(PosixFile.read(path)) == digest(.success(image)))
+        #expect(Fixtures.digest(PosixFile.read(path)) == Fixtures.digest(.success(image)))
         try OpenFile(path).dropCachedPages()
         releaseReachesImgfs()
     }
@@ -56,11 +56,6 @@ struct PassthroughTests {
     /// leaves background requests out), so this is the one fixed wait of these tests.
     private func releaseReachesImgfs() {
         Thread.sleep(forTimeInterval: 0.3)
-    }
-
-    /// A read's result by SHA-256 (so that a failure does not print megabytes).
-    func digest(_ result: Result<[UInt8], Errno>?) -> Result<String, Errno>? {
-        result.map { $0.map(Fixtures.sha256) }
     }
 
     @Test("an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped")
@@ -76,10 +71,10 @@ struct PassthroughTests {
                 let file = try OpenFile(path)
                 let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
                 #expect(
-                    digest(readWhileStopped(file, mount)) == digest(.success(image)),
+                    Fixtures.digest(readWhileStopped(file, mount)) == Fixtures.digest(.success(image)),
                     "the read finished without the daemon"
                 )
-                #expect(digest(readWhileStopped(second, mount)) == digest(.success(image)))
+                #expect(Fixtures.digest(readWhileStopped(second, mount)) == Fixtures.digest(.success(image)))
                 #expect(
                     second.mapped(count: image.count).map(Fixtures.sha256) == Fixtures.sha256(image),
                     "mmap maps the same bytes")
@@ -97,17 +92,17 @@ struct PassthroughTests {
         try withMountedOrigin(["--no-direct-cold-reads"]) { origin, mount in
             origin.route("/big.png", .ok(image, contentType: "image/png"))
             let path = mount.path(origin.baseURL + "/big.png")
-            #expect(digest(PosixFile.read(path)) == digest(.success(image)))
+            #expect(Fixtures.digest(PosixFile.read(path)) == Fixtures.digest(.success(image)))
             releaseReachesImgfs()  // of that read's file
             do {
                 // Pages cached: this open goes through the page cache.
                 let cached = try OpenFile(path)
-                #expect(digest(cached.readAll()) == digest(.success(image)))
+                #expect(Fixtures.digest(cached.readAll()) == Fixtures.digest(.success(image)))
                 // Pages dropped while that open lives: the kernel refuses passthrough next to it, so this open must not
                 // ask for it (it would fail with EIO); its reads come from imgfs.
                 cached.dropCachedPages()
                 let next = try OpenFile(path)
-                #expect(digest(next.readAll()) == digest(.success(image)))
+                #expect(Fixtures.digest(next.readAll()) == Fixtures.digest(.success(image)))
             }
             #expect(mount.stop() == 0, "a clean unmount")
         }
@@ -123,12 +118,16 @@ struct PassthroughTests {
             try readAndForget(path, expecting: first)
             do {
                 let old = try OpenFile(path)  // passthrough, on the first body's file
-                #expect(digest(readWhileStopped(old, mount)) == digest(.success(first)), "a passthrough open")
+                #expect(
+                    Fixtures.digest(readWhileStopped(old, mount)) == Fixtures.digest(.success(first)),
+                    "a passthrough open")
                 image.change()
                 Poll.elapse(1.3)  // past the 1 s expiry
                 let new = try OpenFile(path)  // revalidated: other bytes, while the old passthrough open lives
-                #expect(digest(new.readAll()) == digest(.success(second)), "the new bytes")
-                #expect(digest(old.readAll()) == digest(.success(first)), "the open file's own image, whole")
+                #expect(Fixtures.digest(new.readAll()) == Fixtures.digest(.success(second)), "the new bytes")
+                #expect(
+                    Fixtures.digest(old.readAll()) == Fixtures.digest(.success(first)),
+                    "the open file's own image, whole")
             }
             #expect(origin.totalRequests == 2)
             #expect(mount.stop() == 0, "a clean unmount: no file is left open")
