@@ -39,11 +39,11 @@ final class PassthroughOpens: Sendable {
         self.logger = logger
     }
 
-    /// Whether an open of `inode` that found its image whole in a file would be the one to choose the inode's mode
-    /// (no open of it is counted): the caller may first find out whether the kernel still caches its pages.
     /// Whether opens may use passthrough now (``PassthroughAvailability/isUsable``).
     var isUsable: Bool { availability.isUsable }
 
+    /// Whether an open of `inode` that found its image whole in a file would be the one to choose the inode's mode
+    /// (no open of it is counted): the caller may first find out whether the kernel still caches its pages.
     func choosesMode(_ inode: UInt64) -> Bool {
         availability.isUsable && modes.withLock { $0[inode] == nil }
     }

@@ -174,8 +174,7 @@ class FloorRows:
                 descriptors.append(descriptor)
                 with open(os.path.join(bench.corpus, rel), "rb") as f:
                     data = memoryview(f.read())
-                for start in range(0, len(data), 512 << 10):
-                    os.write(descriptor, data[start:start + (512 << 10)])
+                write_in_pieces(lambda piece: os.write(descriptor, piece), data)
             paths = [f"/proc/self/fd/{descriptor}" for descriptor in descriptors]
             bench.timed_read(FLOOR, "warm-large-memfd", paths, bench.large, bench.large_buffers, LARGE_READERS,
                              "bytes", passes=WARM_PASSES, split_first=True)
@@ -204,8 +203,7 @@ class FloorRows:
                     index, blob = queue.pop(0)
                 view = memoryview(blob)
                 with open(os.path.join(target, str(index)), "wb", buffering=0) as f:
-                    for start in range(0, len(view), 512 << 10):
-                        f.write(view[start:start + (512 << 10)])
+                    write_in_pieces(f.write, view)
 
         threads = [threading.Thread(target=writer) for _ in range(LARGE_READERS)]
         clock = CpuClock().start()
@@ -247,6 +245,13 @@ class FloorRows:
 
     def close(self):
         self.held.close()
+
+
+def write_in_pieces(write, data):
+    """Writes `data` (a memoryview) with `write` in pieces of curl's piece size in imgfs, 512 KiB, as imgfs writes
+    a body it receives."""
+    for start in range(0, len(data), 512 << 10):
+        write(data[start:start + (512 << 10)])
 
 
 def disk_floor(bench, cache):
