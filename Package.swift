@@ -3,13 +3,14 @@
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims, CVips,
 //   CVipsShims, CHiredis,
-//   CCRC32                    C interop only
+//   CCRC32, CTmpfsShims       C interop only
 //   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
-//                             memfd memory for image bodies, worker threads and their signal masks, the CRC-32 of
-//                             the processor's carry-less multiplication (+ CCRC32)
+//                             shared memory for image bodies (a private tmpfs in huge pages, or memfds), worker
+//                             threads and their signal masks, the CRC-32 of the processor's carry-less
+//                             multiplication (+ CCRC32, CTmpfsShims)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
 //   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
@@ -45,8 +46,10 @@ let package = Package(
         .target(name: "ImgfsRedis", dependencies: ["ImgfsCore", "CHiredis"]),
         .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
         .target(name: "CCRC32"),
+        .target(name: "CTmpfsShims"),
         .target(
-            name: "ImgfsSystem", dependencies: ["ImgfsCore", "CCRC32", .product(name: "Logging", package: "swift-log")]),
+            name: "ImgfsSystem",
+            dependencies: ["ImgfsCore", "CCRC32", "CTmpfsShims", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "imgfs",
             dependencies: [

@@ -1,15 +1,16 @@
 import Glibc
 import ImgfsCore
 
-/// ``FileBackedMemory`` in an anonymous shared-memory file (`memfd_create`): the bytes are written with `pwrite` (half
-/// the cost of writing fresh memory, which takes a page fault per page), read through shared mappings of the file,
-/// and can be read by the kernel from the file itself. Like the memory of the process they are
-/// counted in its RSS (once touched) and its cgroup; unlike the page cache they are not dropped by `drop_caches`.
+/// ``FileBackedMemory`` in a shared-memory file without a name: a file of imgfs's ``PrivateTmpfs`` (in huge pages)
+/// where the system allows one, an anonymous memfd (`memfd_create`) otherwise. The bytes are written with `pwrite`
+/// (half the cost of writing fresh memory, which takes a page fault per page), read through shared mappings of the
+/// file, and can be read by the kernel from the file itself. Like the memory of the process they are counted in its
+/// RSS (once touched) and its cgroup; unlike the page cache they are not dropped by `drop_caches`.
 ///
 /// Guarantees: each part returned by ``grow(by:)`` is a whole number of pages at the file offset that follows the
 /// previous part, mapped until the object is freed; the descriptor is closed when the object is freed (a file the
 /// kernel registered stays alive until the kernel lets it go).
-public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
+public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
     private typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
     private static let closeOnExec: UInt32 = 1  // MFD_CLOEXEC
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -21,8 +22,12 @@ public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
     private var length = 0
     private var mappings: [UnsafeMutableRawBufferPointer] = []
 
-    /// A new empty file, or nil when the system has no memfd_create or refused one.
-    public init?() {
+    /// A new empty file in `tmpfs` when given and it makes one, a memfd otherwise; nil when the system refused both.
+    public init?(in tmpfs: PrivateTmpfs? = nil) {
+        if let descriptor = tmpfs?.makeFile() {
+            self.descriptor = descriptor
+            return
+        }
         guard let create = Self.memfdCreate else { return nil }
         let descriptor = create("imgfs-image", Self.closeOnExec)
         guard descriptor >= 0 else { return nil }
@@ -66,11 +71,13 @@ public final class MemfdMemory: FileBackedMemory, @unchecked Sendable {
         return descriptor
     }
 
-    /// Bodies announced larger than `minimumSize` in memfd files while `enabled()` says so, the others in ordinary
-    /// memory (also when no memfd could be made).
-    public static func bodyMemory(largerThan minimumSize: Int, enabled: @escaping @Sendable () -> Bool) -> BodyMemory {
+    /// Bodies announced larger than `minimumSize` in files of `tmpfs` (memfds when nil or when it makes none) while
+    /// `enabled()` says so, the others in ordinary memory (also when no file could be made).
+    public static func bodyMemory(
+        largerThan minimumSize: Int, in tmpfs: PrivateTmpfs?, enabled: @escaping @Sendable () -> Bool
+    ) -> BodyMemory {
         BodyMemory { expectedCount in
-            expectedCount > minimumSize && enabled() ? MemfdMemory() : nil
+            expectedCount > minimumSize && enabled() ? SharedMemoryFile(in: tmpfs) : nil
         }
     }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsSystem
+import Testing
+
+@Suite("shared-memory bodies")
+struct SharedMemoryFileTests {
+    @Test("bytes written through the file show in the mapping; finishing cuts the file to the image's size")
+    func writeMapFinish() throws {
+        let memory = try #require(SharedMemoryFile())
+        let part = try #require(memory.grow(by: 5000))
+        #expect(part.count == 8192, "whole pages")
+        let bytes = (0..<5000).map { UInt8($0 % 253) }
+        #expect(bytes.withUnsafeBytes { memory.write($0, at: 0) })
+        #expect(Array(part.prefix(5000)) == bytes, "the mapping shows what was written")
+        let second = try #require(memory.grow(by: 1))
+        #expect(second.baseAddress != part.baseAddress)
+        let descriptor = try #require(memory.finish(count: 5000))
+        var status = stat()
+        #expect(fstat(descriptor, &status) == 0 && status.st_size == 5000)
+        var back = [UInt8](repeating: 0, count: 6000)
+        let read = back.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        #expect(read == 5000 && Array(back.prefix(5000)) == bytes, "the file holds exactly the image")
+        #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "not inherited by children")
+    }
+
+    @Test("an ImageBytes in memfd memory hands out a descriptor of exactly its bytes; small bodies stay in the heap")
+    func imageBytes() throws {
+        let choice = SharedMemoryFile.bodyMemory(largerThan: 1000, in: nil) { true }
+        let body = (0..<300_000).map { UInt8($0 % 241) }
+        let bytes = ImageBytes(expectedCount: 100_000, memory: choice)  // announced too small: grows
+        for start in stride(from: 0, to: body.count, by: 65_536) {
+            body[start..<min(start + 65_536, body.count)].withUnsafeBytes { bytes.append($0) }
+        }
+        #expect(bytes.copyBytes() == body)
+        let descriptor = try #require(bytes.completeDescriptor(size: body.count))
+        var back = [UInt8](repeating: 0, count: body.count + 10)
+        let read = back.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        #expect(read == body.count && Array(back.prefix(body.count)) == body)
+        let small = ImageBytes(copying: [1, 2, 3], memory: choice)
+        #expect(small.completeDescriptor(size: 3) == nil)
+        let off = ImageBytes(copying: body, memory: SharedMemoryFile.bodyMemory(largerThan: 1000, in: nil) { false })
+        #expect(off.completeDescriptor(size: body.count) == nil, "not while passthrough is unusable")
+    }
+
+    @Test("a body in imgfs's own tmpfs: a file without a name, on tmpfs, in huge pages within its size")
+    func privateTmpfs() throws {
+        guard let tmpfs = PrivateTmpfs.shared else {
+            let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
+            print("⚠️ imgfs cannot make a tmpfs of its own here: \(reason)")
+            #expect(geteuid() != 0, "root was refused a tmpfs instance: \(reason)")
+            return
+        }
+        let hugeBefore = try Self.shmemHugePages()
+        let memory = try #require(SharedMemoryFile(in: tmpfs))
+        let size = 8 << 20
+        let part = try #require(memory.grow(by: size))
+        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 >> 3) }
+        for start in stride(from: 0, to: size, by: 16_000) {
+            #expect(body[start..<min(size, start + 16_000)].withUnsafeBytes { memory.write($0, at: start) })
+        }
+        #expect(Array(part.prefix(size)) == body, "the mapping shows what was written")
+        let descriptor = try #require(memory.finish(count: size - 5))
+        var status = stat()
+        #expect(fstat(descriptor, &status) == 0 && status.st_nlink == 0 && status.st_size == size - 5, "no name")
+        let memfd = try #require(SharedMemoryFile())
+        var memfdStatus = stat()
+        #expect(fstat(try #require(memfd.finish(count: 0)), &memfdStatus) == 0)
+        #expect(status.st_dev != memfdStatus.st_dev, "a file system of its own, not the memfds' one")
+        var back = [UInt8](repeating: 0, count: size)
+        let read = back.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        #expect(read == size - 5 && Array(back.prefix(size - 5)) == Array(body.prefix(size - 5)))
+        let policy = (try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/shmem_enabled", encoding: .utf8))
+        if policy?.contains("[deny]") == true {
+            print("⚠️ shmem_enabled is deny: no huge pages in any tmpfs, so none were checked")
+        } else {
+            // Four 2 MiB pages lie wholly within 8 MiB (the last one is cut by 5 bytes, so the kernel may split it).
+            #expect(try Self.shmemHugePages() - hugeBefore >= 6 << 20, "the body's 2 MiB parts are huge pages")
+        }
+    }
+
+    /// ShmemHugePages of /proc/meminfo, in bytes.
+    private static func shmemHugePages() throws -> Int {
+        let text = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("ShmemHugePages:") })
+        return try #require(Int(line.split(separator: " ")[1])) * 1024
+    }
+}
