@@ -2,7 +2,7 @@ import Glibc
 import ImgfsCore
 
 /// ``FileBackedMemory`` in a shared-memory file without a name: a file of imgfs's ``PrivateTmpfs`` (in huge pages)
-/// where the system allows one, an anonymous memfd (`memfd_create`) otherwise. The bytes are written with `pwrite`
+/// when one is given, an anonymous memfd (`memfd_create`) otherwise. The bytes are written with `pwrite`
 /// (half the cost of writing fresh memory, which takes a page fault per page), read through shared mappings of the
 /// file, and can be read by the kernel from the file itself. Like the memory of the process they are counted in its
 /// RSS (once touched) and its cgroup; unlike the page cache they are not dropped by `drop_caches`.

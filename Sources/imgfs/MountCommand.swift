@@ -59,10 +59,11 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help: ArgumentHelp(
-            "Keep large image bodies in memfds of 4 KiB pages. By default (with passthrough) they go into a tmpfs "
-                + "of imgfs's own, mounted nowhere, in transparent huge pages: less CPU to keep them, faster reads.")
+            "Keep large image bodies in transparent huge pages, in a tmpfs of imgfs's own mounted nowhere (needs "
+                + "passthrough): a third of the CPU to keep them and faster reads, but in a VM that hands free "
+                + "memory back to its host, a huge page from such memory costs a host fault per 4 KiB.")
     )
-    var noHugePages = false
+    var hugePages = false
 
     @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
     var readAhead = 8
@@ -126,12 +127,12 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.sharedTier = try shared.tier(
             origin: fetcher, network: network, fuseOptions: fuseOptions,
             expiry: repositoryConfiguration.expiry, logger: logger)
-        // Bodies the kernel may read by itself live in shared-memory files (in huge pages where imgfs may make its own
-        // tmpfs); the rest (and all, without passthrough) in the heap.
+        // Bodies the kernel may read by itself live in shared-memory files (with --huge-pages in huge pages, where imgfs
+        // may make its own tmpfs); the rest (and all, without passthrough) in the heap.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
-        let tmpfs = passthrough.requested && !noHugePages ? PrivateTmpfs.shared : nil
-        if passthrough.requested, !noHugePages, let reason = PrivateTmpfs.unavailableReason {
+        let tmpfs = passthrough.requested && hugePages ? PrivateTmpfs.shared : nil
+        if passthrough.requested, hugePages, let reason = PrivateTmpfs.unavailableReason {
             logger.notice("large image bodies go to memfds in 4 KiB pages (no tmpfs of imgfs's own: \(reason))")
         }
         repositoryConfiguration.bodyMemory = SharedMemoryFile.bodyMemory(

@@ -58,15 +58,19 @@ struct PassthroughTests {
         Thread.sleep(forTimeInterval: 0.3)
     }
 
-    @Test("an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped")
-    func readsWithoutTheDaemon() throws {
+    /// With `--huge-pages` the memory is a file of imgfs's own tmpfs instead of a memfd.
+    @Test(
+        "an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped",
+        arguments: [[], ["--huge-pages"]])
+    func readsWithoutTheDaemon(options: [String]) throws {
         let image = try Fixtures.largeJPEG()
         #expect(image.count > 1 << 20)
-        try withMountedOrigin { origin, mount in
+        try withMountedOrigin(options) { origin, mount in
             origin.route("/big.jpg", .ok(image, contentType: "image/jpeg"))
             let path = mount.path(origin.baseURL + "/big.jpg")
             try readAndForget(path, expecting: image)
             #expect(mount.log.contains("passthrough: the kernel reads images kept whole in memory by itself"))
+            #expect(!mount.log.contains("large image bodies go to memfds"), "the tmpfs was made where asked for")
             do {  // the files are closed before the unmount
                 let file = try OpenFile(path)
                 let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
