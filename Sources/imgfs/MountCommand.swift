@@ -131,9 +131,12 @@ struct MountCommand: ParsableCommand {
         // may make its own tmpfs); the rest (and all, without passthrough) in the heap.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
-        let tmpfs = passthrough.requested && hugePages ? PrivateTmpfs.shared : nil
-        if passthrough.requested, hugePages, let reason = PrivateTmpfs.unavailableReason {
-            logger.notice("large image bodies go to memfds in 4 KiB pages (no tmpfs of imgfs's own: \(reason))")
+        var tmpfs: PrivateTmpfs?
+        if passthrough.requested && hugePages {
+            tmpfs = PrivateTmpfs.shared
+            if let reason = PrivateTmpfs.unavailableReason {
+                logger.notice("large image bodies go to memfds in 4 KiB pages (no tmpfs of imgfs's own: \(reason))")
+            }
         }
         repositoryConfiguration.bodyMemory = SharedMemoryFile.bodyMemory(
             largerThan: ImageFilesystem.preloadLimit, in: tmpfs

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import ImgfsCore
-import ImgfsSystem
+@testable import ImgfsSystem
 import Testing
 
 @Suite("shared-memory bodies")
@@ -82,8 +82,7 @@ struct SharedMemoryFileTests {
 
     /// ShmemHugePages of /proc/meminfo, in bytes.
     private static func shmemHugePages() throws -> Int {
-        let text = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8)
-        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("ShmemHugePages:") })
-        return try #require(Int(line.split(separator: " ")[1])) * 1024
+        let text = try #require(SystemFile.contents(of: "/proc/meminfo"))
+        return try #require(MemorySnapshot.meminfoValue("ShmemHugePages", in: text))
     }
 }
