@@ -5,7 +5,7 @@ enum FstabOptions {
     static let flags: Set<String> = [
         "foreground", "cache-control", "retry-failed", "allow-any-type",
         "deny-private-networks", "insecure", "nonempty", "no-passthrough",
-        "no-disk-cache", "no-direct-cold-reads", "huge-pages"
+        "no-disk-cache", "no-direct-cold-reads", "huge-pages", "small-pages"
     ]
     static let valued: Set<String> = [
         "cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",

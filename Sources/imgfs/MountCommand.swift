@@ -59,11 +59,18 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help: ArgumentHelp(
-            "Keep large image bodies in transparent huge pages, in a tmpfs of imgfs's own mounted nowhere (needs "
-                + "passthrough): a third of the CPU to keep them and faster reads, but in a VM that hands free "
-                + "memory back to its host, a huge page from such memory costs a host fault per 4 KiB.")
+            "Keep large image bodies in transparent huge pages (2 MiB) instead of 256 KiB pages, in imgfs's own "
+                + "tmpfs: faster rereads, but in a VM that hands free memory back to its host, a huge page from such "
+                + "memory costs a host fault per 4 KiB.")
     )
     var hugePages = false
+
+    @Flag(
+        help: ArgumentHelp(
+            "Keep large image bodies in memfds of 4 KiB pages instead of 256 KiB pages of a tmpfs of imgfs's own "
+                + "(which Linux 6.14 and later gives; made with CAP_SYS_ADMIN, mounted nowhere).")
+    )
+    var smallPages = false
 
     @Option(help: "How many entries after an opened list entry are loaded ahead (0: none).")
     var readAhead = 8
@@ -87,6 +94,7 @@ struct MountCommand: ParsableCommand {
         guard (0...65536).contains(kernelReadAhead) else {
             throw ValidationError("--kernel-read-ahead must be from 0 to 65536 (KiB)")
         }
+        guard !(hugePages && smallPages) else { throw ValidationError("--huge-pages and --small-pages exclude each other") }
     }
 
     func run() throws {
@@ -127,19 +135,19 @@ struct MountCommand: ParsableCommand {
         repositoryConfiguration.sharedTier = try shared.tier(
             origin: fetcher, network: network, fuseOptions: fuseOptions,
             expiry: repositoryConfiguration.expiry, logger: logger)
-        // Bodies the kernel may read by itself live in shared-memory files (with --huge-pages in huge pages, where imgfs
-        // may make its own tmpfs); the rest (and all, without passthrough) in the heap.
+        // Bodies the kernel may read by itself live in shared-memory files, in large pages of a tmpfs of imgfs's own
+        // unless --small-pages; the rest (and all, without passthrough) in the heap.
         let privileged = ProcessCapabilities.hasSystemAdministration()
         let passthrough = PassthroughAvailability(requested: !noPassthrough && privileged)
         var tmpfs: PrivateTmpfs?
-        if passthrough.requested && hugePages {
+        if passthrough.requested && !smallPages {
             tmpfs = PrivateTmpfs.shared
             if let reason = PrivateTmpfs.unavailableReason {
                 logger.notice("large image bodies go to memfds in 4 KiB pages (no tmpfs of imgfs's own: \(reason))")
             }
         }
         repositoryConfiguration.bodyMemory = SharedMemoryFile.bodyMemory(
-            largerThan: ImageFilesystem.preloadLimit, in: tmpfs
+            largerThan: ImageFilesystem.preloadLimit, in: tmpfs, pages: hugePages ? .huge : .large
         ) { passthrough.isUsable }
         let memoryCache = MemoryCache(budget: try cache.memoryBudget())
         let disk = requests.noDiskCache ? nil : try openDiskCache(in: cacheDirectory, logger: logger)

@@ -58,10 +58,11 @@ struct PassthroughTests {
         Thread.sleep(forTimeInterval: 0.3)
     }
 
-    /// With `--huge-pages` the memory is a file of imgfs's own tmpfs instead of a memfd.
+    /// The memory is a file of imgfs's own tmpfs (256 KiB pages, or 2 MiB with `--huge-pages`), a memfd with
+    /// `--small-pages`.
     @Test(
         "an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped",
-        arguments: [[], ["--huge-pages"]])
+        arguments: [[], ["--huge-pages"], ["--small-pages"]])
     func readsWithoutTheDaemon(options: [String]) throws {
         let image = try Fixtures.largeJPEG()
         #expect(image.count > 1 << 20)
@@ -71,6 +72,10 @@ struct PassthroughTests {
             try readAndForget(path, expecting: image)
             #expect(mount.log.contains("passthrough: the kernel reads images kept whole in memory by itself"))
             #expect(!mount.log.contains("large image bodies go to memfds"), "the tmpfs was made where asked for")
+            let maps = try String(contentsOfFile: "/proc/\(mount.process.pid)/maps", encoding: .utf8)
+            #expect(
+                maps.contains("/memfd:imgfs-image") == (options == ["--small-pages"]),
+                "the body is in a memfd exactly with --small-pages")
             do {  // the files are closed before the unmount
                 let file = try OpenFile(path)
                 let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file

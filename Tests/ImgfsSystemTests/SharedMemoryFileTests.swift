@@ -4,7 +4,7 @@ import ImgfsCore
 @testable import ImgfsSystem
 import Testing
 
-@Suite("shared-memory bodies")
+@Suite("shared-memory bodies", .serialized)
 struct SharedMemoryFileTests {
     @Test("bytes written through the file show in the mapping; finishing cuts the file to the image's size")
     func writeMapFinish() throws {
@@ -44,7 +44,7 @@ struct SharedMemoryFileTests {
         #expect(off.completeDescriptor(size: body.count) == nil, "not while passthrough is unusable")
     }
 
-    @Test("a body in imgfs's own tmpfs: a file without a name, on tmpfs, in huge pages within its size")
+    @Test("a body in imgfs's own tmpfs with huge pages: a file without a name, on tmpfs, in huge pages within its size")
     func privateTmpfs() throws {
         guard let tmpfs = PrivateTmpfs.shared else {
             let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
@@ -53,7 +53,7 @@ struct SharedMemoryFileTests {
             return
         }
         let hugeBefore = try Self.shmemHugePages()
-        let memory = try #require(SharedMemoryFile(in: tmpfs))
+        let memory = try #require(SharedMemoryFile(in: tmpfs, pages: .huge))
         let size = 8 << 20
         let part = try #require(memory.grow(by: size))
         let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 >> 3) }
@@ -78,6 +78,58 @@ struct SharedMemoryFileTests {
             // Four 2 MiB pages lie wholly within 8 MiB (the last one is cut by 5 bytes, so the kernel may split it).
             #expect(try Self.shmemHugePages() - hugeBefore >= 6 << 20, "the body's 2 MiB parts are huge pages")
         }
+    }
+
+    @Test("a body in imgfs's own tmpfs with large pages: 256 KiB pages, no huge page, exactly the bytes written")
+    func largePages() throws {
+        guard let tmpfs = PrivateTmpfs.shared else {
+            let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
+            print("⚠️ imgfs cannot make a tmpfs of its own here: \(reason)")
+            #expect(geteuid() != 0, "root was refused a tmpfs instance: \(reason)")
+            return
+        }
+        let large = "/sys/kernel/mm/transparent_hugepage/hugepages-256kB/stats/shmem_alloc"
+        let huge = "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/stats/shmem_alloc"
+        let counted = SystemFile.contents(of: large) != nil
+        let (largeBefore, hugeBefore) = (Self.counter(large), Self.counter(huge))
+        let memory = try #require(SharedMemoryFile(in: tmpfs, pages: .large))
+        let size = 3 << 20 | 12_345
+        let part = try #require(memory.grow(by: size - 100_000))  // announced too small: grows by a second part
+        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 29 >> 2) }
+        for start in stride(from: 0, to: part.count, by: 16_000) {
+            #expect(body[start..<min(part.count, start + 16_000)].withUnsafeBytes { memory.write($0, at: start) })
+        }
+        let rest = try #require(memory.grow(by: size - part.count))
+        #expect(body[part.count...].withUnsafeBytes { memory.write($0, at: part.count) })
+        #expect(Array(part) + Array(rest.prefix(size - part.count)) == body, "the mappings show what was written")
+        let descriptor = try #require(memory.finish(count: size))
+        var status = stat()
+        #expect(fstat(descriptor, &status) == 0 && status.st_size == size, "cut to the image's size")
+        var back = [UInt8](repeating: 0, count: size + 10)
+        let read = back.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        #expect(read == size && Array(back.prefix(size)) == body)
+        if counted {
+            // The first part's whole 256 KiB pieces: 11 of them, allocated one by one.
+            #expect(Self.counter(large) - largeBefore >= 11, "the body is in 256 KiB pages")
+            #expect(Self.counter(huge) == hugeBefore, "and in no huge page")
+        } else {
+            print("⚠️ this kernel counts no 256 KiB shmem pages (Linux 6.14 and later do): their size was not checked")
+            #expect(!Self.kernel(atLeast: 6, 14), "a kernel that gives tmpfs large pages counts them")
+        }
+    }
+
+    /// A counter of `/sys` (0 when missing).
+    private static func counter(_ path: String) -> Int {
+        SystemFile.contents(of: path).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    }
+
+    /// Whether the running kernel's version is at least `major.minor`.
+    private static func kernel(atLeast major: Int, _ minor: Int) -> Bool {
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let parts = release.split(separator: ".").prefix(2).map { Int($0.prefix { $0.isNumber }) ?? 0 }
+        return parts.count == 2 && (parts[0], parts[1]) >= (major, minor)
     }
 
     /// ShmemHugePages of /proc/meminfo, in bytes.
