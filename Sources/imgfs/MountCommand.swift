@@ -94,7 +94,9 @@ struct MountCommand: ParsableCommand {
         guard (0...65536).contains(kernelReadAhead) else {
             throw ValidationError("--kernel-read-ahead must be from 0 to 65536 (KiB)")
         }
-        guard !(hugePages && smallPages) else { throw ValidationError("--huge-pages and --small-pages exclude each other") }
+        guard !(hugePages && smallPages) else {
+            throw ValidationError("--huge-pages and --small-pages exclude each other")
+        }
     }
 
     func run() throws {
