@@ -8,7 +8,7 @@
 //                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
 //                             throws typed errors)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
-//                             shared memory for image bodies (a private tmpfs in huge pages, or memfds), worker
+//                             shared memory for image bodies (a private tmpfs in large pages, or memfds), worker
 //                             threads and their signal masks, the CRC-32 of the processor's carry-less
 //                             multiplication (+ CCRC32, CTmpfsShims)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
