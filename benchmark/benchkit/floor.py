@@ -11,17 +11,18 @@ sequence instead.
 - floor dropped-small: the same after drop_caches (LOOKUP, OPEN, READ, RELEASE per file), with its CPU per file, as
   imgfs's files after drop_caches (bytes in the daemon, not in the kernel).
 - floor dropped-large: a fresh floorfs mount serving the large files from its memory, every byte by READ, with its
-  CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memfd).
+  CPU per MB: the serving side of a cold large file (imgfs's own after drop_caches is passthrough from its memory).
   Every floorfs mount reads ahead as imgfs does (1 MiB, so READs of up to 1 MiB). In https-h2 it runs too (with
   store-large), right after imgfs's cold-large at 20 ms: the floor of that row's CPU per MB.
-- floor warm-large-memfd: the large files written into new memfds (512 KiB pieces, as imgfs keeps a large body) and
-  read by the same readers through /proc/self/fd, first pass and passes 2–5, right after imgfs's warm-large: the
-  memory imgfs's warm reads come from by passthrough (a large image read while it arrived leaves no pages in the
-  kernel's page cache), which reads slower than the corpus's older tmpfs pages on this VM.
+- floor warm-large-memfd: the large files written into new memfds (512 KiB pieces) and read by the same readers
+  through /proc/self/fd, first pass and passes 2–5, right after imgfs's warm-large: the memory imgfs's warm reads come
+  from by passthrough with --small-pages (a large image read while it arrived leaves no pages in the kernel's page
+  cache), which reads slower than the corpus's older tmpfs pages on this VM; by default imgfs keeps a large body in
+  256 KiB pages of a tmpfs of its own instead, which read faster than either.
 - floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
   by as many threads in 512 KiB pieces (curl's piece size in imgfs), with the CPU per MB: what keeping a cold file's
-  bytes in pages the kernel can serve costs (imgfs keeps a large body in a memfd, the same shared memory; floorfs
-  serves bytes it loaded before the clock).
+  bytes in 4 KiB pages the kernel can serve costs (imgfs keeps a large body in shared memory too, in 256 KiB pages;
+  floorfs serves bytes it loaded before the clock).
 - floor store-small: the small files written into new files on the file system of imgfs's disk caches, one file
   each, then one sync (`floorfs --store`), with that process's own CPU per file: the least keeping each icon in a file
   of its own costs there, set against the CPU of imgfs's disk-writer thread per cold icon (disk-write-cpu). Those
@@ -165,7 +166,7 @@ class FloorRows:
 
     def memfd_large(self):
         """The large files in new memfds read by the same readers (first pass, then passes 2–5), as imgfs's warm
-        reads of them by passthrough."""
+        reads of them by passthrough with --small-pages."""
         bench = self.bench
         descriptors = []
         try:
