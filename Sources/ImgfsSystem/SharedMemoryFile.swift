@@ -4,12 +4,14 @@ import ImgfsCore
 /// ``FileBackedMemory`` in a shared-memory file without a name: a file of imgfs's ``PrivateTmpfs`` (in pages of
 /// 256 KiB or 2 MiB, ``PageSize``) when one is given, an anonymous memfd (`memfd_create`, 4 KiB pages) otherwise. The
 /// bytes are written with `pwrite` (half the cost of writing fresh memory, which takes a page fault per page), read
-/// through shared mappings of the file, and can be read by the kernel from the file itself. Like the memory of the process they are counted in its
-/// RSS (once touched) and its cgroup; unlike the page cache they are not dropped by `drop_caches`.
+/// through shared mappings of the file, and can be read by the kernel from the file itself. Like the memory of the
+/// process they are counted in its RSS (once touched) and its cgroup; unlike the page cache they are not dropped by
+/// `drop_caches`.
 ///
 /// Guarantees: each part returned by ``grow(by:)`` is a whole number of pages at the file offset that follows the
-/// previous part, mapped until the object is freed; the descriptor is closed when the object is freed (a file the
-/// kernel registered stays alive until the kernel lets it go).
+/// previous part, mapped until the object is freed; memory is taken for the bytes written (with ``PageSize/large``,
+/// up to the end of their last 256 KiB page), never for an announced size alone; the descriptor is closed when the
+/// object is freed (a file the kernel registered stays alive until the kernel lets it go).
 public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
     private typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
     private static let closeOnExec: UInt32 = 1  // MFD_CLOEXEC
@@ -20,7 +22,10 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
 
     private let descriptor: Int32
     private let pages: PageSize
+    /// The bytes mapped so far.
     private var length = 0
+    /// With ``PageSize/large``: the bytes allocated so far, the file's size (the mapping beyond it is not written).
+    private var allocated = 0
     private var mappings: [UnsafeMutableRawBufferPointer] = []
 
     /// A new empty file in `tmpfs` with `pages` when given and it makes one, a memfd (``PageSize/small``) otherwise; nil
@@ -43,8 +48,9 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
     public enum PageSize: Sendable {
         /// 4 KiB pages: a memfd.
         case small
-        /// Each part is allocated in pieces of ``largePage`` (`fallocate`) before its bytes are written, and the kernel
-        /// gives each piece one folio of that size: one allocation per 256 KiB instead of 64, never a huge page.
+        /// The file is allocated in pieces of ``largePage`` (`fallocate`) as the bytes come, each just before the first
+        /// byte written into it, and the kernel gives each piece one folio of that size: one allocation per 256 KiB
+        /// instead of 64, never a huge page.
         case large
         /// Each part joins the file's size before its bytes are written, so the kernel gives whole 2 MiB huge pages.
         case huge
@@ -63,13 +69,12 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
 
     public func grow(by byteCount: Int) -> UnsafeMutableRawBufferPointer? {
         let size = (byteCount + Self.pageSize - 1) / Self.pageSize * Self.pageSize
-        guard size > 0, pages == .large ? allocate(size) : ftruncate(descriptor, off_t(length + size)) == 0 else {
-            return nil
-        }
+        // A large-page file grows as its bytes are written (the mapping may reach past its end meanwhile).
+        guard size > 0, pages == .large || ftruncate(descriptor, off_t(length + size)) == 0 else { return nil }
         guard let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, off_t(length)),
             address != MAP_FAILED
         else {
-            _ = ftruncate(descriptor, off_t(length))
+            if pages != .large { _ = ftruncate(descriptor, off_t(length)) }
             return nil
         }
         let mapping = UnsafeMutableRawBufferPointer(start: address, count: size)
@@ -78,31 +83,45 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         return mapping
     }
 
-    /// Allocates the `size` bytes after `length` in pieces that end at multiples of ``largePage``, so that the kernel
-    /// gives each piece one folio (the file's size grows with each piece, so none fits a huge page); on failure frees
-    /// what it allocated and returns false.
-    private func allocate(_ size: Int) -> Bool {
-        var offset = length
-        while offset < length + size {
-            let end = min(length + size, (offset / Self.largePage + 1) * Self.largePage)
-            guard posix_fallocate(descriptor, off_t(offset), off_t(end - offset)) == 0 else {
-                _ = ftruncate(descriptor, off_t(length))
-                return false
-            }
-            offset = end
-        }
-        return true
-    }
-
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        guard pages != .large || allocate(through: offset + bytes.count) else { return writableMapping() }
         var done = 0
         while done < bytes.count {
             let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return false }
+            guard written > 0 else { return pages == .large ? writableMapping() : false }
             done += written
         }
         return true
+    }
+
+    /// Allocates the file up to `end` rounded up to a multiple of ``largePage`` (at most to the end of the mapping),
+    /// one piece of ``largePage`` at a time so that the kernel gives each one folio; false when the system refused.
+    private func allocate(through end: Int) -> Bool {
+        let target = min(length, (end + Self.largePage - 1) / Self.largePage * Self.largePage)
+        while allocated < target {
+            let pieceEnd = min(target, (allocated / Self.largePage + 1) * Self.largePage)
+            guard posix_fallocate(descriptor, off_t(allocated), off_t(pieceEnd - allocated)) == 0 else { return false }
+            allocated = pieceEnd
+        }
+        return true
+    }
+
+    /// After a failed write of a large-page file: extends the file over the whole mapping, so that the caller may copy
+    /// into it instead (a copy past the file's end would be a SIGBUS), and returns false. Extending a file costs no
+    /// memory and cannot fail on a tmpfs without a size limit.
+    private func writableMapping() -> Bool {
+        guard ftruncate(descriptor, off_t(length)) == 0 else {
+            fatalError("cannot extend a memory file to \(length) bytes: \(String(cString: strerror(errno)))")
+        }
+        allocated = length
+        return false
+    }
+
+    /// The bytes of memory the file holds (its allocated blocks), -1 when the system cannot say.
+    var heldBytes: Int {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int(status.st_blocks) * 512 : -1
     }
 
     public func finish(count: Int) -> Int32? {

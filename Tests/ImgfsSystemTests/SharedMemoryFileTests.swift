@@ -96,7 +96,13 @@ struct SharedMemoryFileTests {
         let size = 3 << 20 | 12_345
         let part = try #require(memory.grow(by: size - 100_000))  // announced too small: grows by a second part
         let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 29 >> 2) }
-        for start in stride(from: 0, to: part.count, by: 16_000) {
+        #expect(memory.heldBytes == 0, "no memory for bytes announced, not written")
+        for start in stride(from: 0, to: 300_000, by: 16_000) {
+            #expect(body[start..<start + 16_000].withUnsafeBytes { memory.write($0, at: start) })
+        }
+        // 304,000 bytes written: two pieces of 256 KiB allocated, no more.
+        #expect(memory.heldBytes == 2 * 256 * 1024, "memory follows the bytes")
+        for start in stride(from: 304_000, to: part.count, by: 16_000) {
             #expect(body[start..<min(part.count, start + 16_000)].withUnsafeBytes { memory.write($0, at: start) })
         }
         let rest = try #require(memory.grow(by: size - part.count))
