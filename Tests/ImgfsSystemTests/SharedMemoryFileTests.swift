@@ -46,12 +46,7 @@ struct SharedMemoryFileTests {
 
     @Test("a body in imgfs's own tmpfs with huge pages: a file without a name, on tmpfs, in huge pages within its size")
     func privateTmpfs() throws {
-        guard let tmpfs = PrivateTmpfs.shared else {
-            let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
-            print("⚠️ imgfs cannot make a tmpfs of its own here: \(reason)")
-            #expect(geteuid() != 0, "root was refused a tmpfs instance: \(reason)")
-            return
-        }
+        guard let tmpfs = Self.ownTmpfs() else { return }
         let hugeBefore = try Self.shmemHugePages()
         let memory = try #require(SharedMemoryFile(in: tmpfs, pages: .huge))
         let size = 8 << 20
@@ -82,12 +77,7 @@ struct SharedMemoryFileTests {
 
     @Test("a body in imgfs's own tmpfs with large pages: 256 KiB pages, no huge page, exactly the bytes written")
     func largePages() throws {
-        guard let tmpfs = PrivateTmpfs.shared else {
-            let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
-            print("⚠️ imgfs cannot make a tmpfs of its own here: \(reason)")
-            #expect(geteuid() != 0, "root was refused a tmpfs instance: \(reason)")
-            return
-        }
+        guard let tmpfs = Self.ownTmpfs() else { return }
         let large = "/sys/kernel/mm/transparent_hugepage/hugepages-256kB/stats/shmem_alloc"
         let huge = "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/stats/shmem_alloc"
         let counted = SystemFile.contents(of: large) != nil
@@ -122,6 +112,15 @@ struct SharedMemoryFileTests {
             print("⚠️ this kernel counts no 256 KiB shmem pages (Linux 6.14 and later do): their size was not checked")
             #expect(!Self.kernel(atLeast: 6, 14), "a kernel that gives tmpfs large pages counts them")
         }
+    }
+
+    /// imgfs's own tmpfs; nil (said loudly, and a failure for root) where the system refuses one.
+    private static func ownTmpfs() -> PrivateTmpfs? {
+        if let tmpfs = PrivateTmpfs.shared { return tmpfs }
+        let reason = PrivateTmpfs.unavailableReason ?? "no reason given"
+        print("⚠️ imgfs cannot make a tmpfs of its own here: \(reason)")
+        #expect(geteuid() != 0, "root was refused a tmpfs instance: \(reason)")
+        return nil
     }
 
     /// A counter of `/sys` (0 when missing).
