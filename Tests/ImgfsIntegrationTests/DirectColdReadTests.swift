@@ -15,18 +15,6 @@ struct DirectColdReadTests {
         return response
     }
 
-    /// Everything from offset 0 of `descriptor` in reads of `size` bytes (as a program without a buffer reads).
-    static func readAll(_ descriptor: Int32, readSize size: Int) -> Result<[UInt8], Errno> {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: size)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, size, off_t(bytes.count)) }
-            if count < 0 { return .failure(Errno(errno)) }
-            if count == 0 { return .success(bytes) }
-            bytes += buffer[..<count]
-        }
-    }
-
     @Test("an image still arriving reads whole in 4 KiB reads, from imgfs even on a reread; later opens by passthrough")
     func arrivingImageBypassesThePageCache() throws {
         let image = try Fixtures.largeJPEG()
@@ -38,7 +26,8 @@ struct DirectColdReadTests {
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC)
                 try #require(descriptor >= 0, "open: \(Errno(errno))")
                 defer { close(descriptor) }
-                #expect(Fixtures.digest(Self.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
+                #expect(
+                    Fixtures.digest(PosixFile.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
                 let reread = mount.readWhileStopped(descriptor, seconds: 1.5)
                 #expect(!reread.finishedStopped, "the open's reads come from imgfs, not from the kernel's pages")
                 #expect(Fixtures.digest(reread.result) == Fixtures.digest(.success(image)))
@@ -85,7 +74,7 @@ struct DirectColdReadTests {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             try #require(descriptor >= 0, "open: \(Errno(errno))")
             defer { close(descriptor) }
-            #expect(Fixtures.digest(Self.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
+            #expect(Fixtures.digest(PosixFile.readAll(descriptor, readSize: 4096)) == Fixtures.digest(.success(image)))
             let reread = mount.readWhileStopped(descriptor, seconds: 10)
             #expect(reread.finishedStopped, "the reread came from the kernel's pages")
             #expect(Fixtures.digest(reread.result) == Fixtures.digest(.success(image)))

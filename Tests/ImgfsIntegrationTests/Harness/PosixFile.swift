@@ -20,10 +20,11 @@ enum PosixFile {
         return readAll(descriptor)
     }
 
-    /// Everything from offset 0 of an open `descriptor` (whatever its file position), or the errno.
-    static func readAll(_ descriptor: Int32) -> Result<[UInt8], Errno> {
+    /// Everything from offset 0 of an open `descriptor` (whatever its file position) in reads of `readSize` bytes,
+    /// or the errno.
+    static func readAll(_ descriptor: Int32, readSize: Int = 256 * 1024) -> Result<[UInt8], Errno> {
         var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var buffer = [UInt8](repeating: 0, count: readSize)
         while true {
             let count = buffer.withUnsafeMutableBytes {
                 pread(descriptor, $0.baseAddress, $0.count, off_t(bytes.count))
