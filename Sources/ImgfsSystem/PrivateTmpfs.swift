@@ -2,12 +2,14 @@ import CTmpfsShims
 import Glibc
 
 /// A tmpfs instance of imgfs's own, attached to no directory (made with the new mount API, so nothing shows in the
-/// mount table and nothing needs cleaning up), whose files keep large image bodies in transparent huge pages
-/// (`huge=within_size`) whatever the system chose for memfds (`shmem_enabled`, `never` on Debian's kernels).
+/// mount table and nothing needs cleaning up), made with `huge=within_size` whatever the system chose for memfds
+/// (`shmem_enabled`, `never` on Debian's kernels): its files keep large image bodies in pages larger than 4 KiB, sized
+/// by how a file grows (``SharedMemoryFile/PageSize``: 256 KiB by default on Linux 6.14 and later, 2 MiB huge pages
+/// with `--huge-pages`).
 ///
-/// Why: a body of 10 MB takes five 2 MiB pages instead of 2,560 pages of 4 KiB. On this project's test machine (Linux
-/// 6.18) keeping a body cost 0.14 instead of 0.40 ms of CPU per MB, and reading it (by passthrough, as a program
-/// reading a cached image does) ran at 2–3× the speed of reading it from 4 KiB pages.
+/// Why: a body of 10 MB takes forty 256 KiB pages instead of 2,560 pages of 4 KiB. On this project's test machine
+/// (Linux 6.18) a cold large image cost 0.73 instead of 1.13 ms of the machine's CPU per MB, and reading it again (by
+/// passthrough, as a program reading a cached image does) ran at about 1.5× tmpfs, whose pages are 4 KiB.
 ///
 /// Guarantees: the instance has no size or file-count limit of its own (the memory cache's budget bounds it); its
 /// files have no name, so they vanish with their last descriptor or mapping; the instance goes away with its last

@@ -86,7 +86,7 @@ struct MemoryCgroupTests {
         }
     }
 
-    /// The resident set of process `pid` (heap, mapped files and memfd bodies), in bytes.
+    /// The resident set of process `pid` (heap, mapped files and shared-memory bodies), in bytes.
     static func residentBytes(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }

@@ -3,8 +3,8 @@ import Glibc
 import ImgfsTestSupport
 import Testing
 
-/// Large images the kernel reads by itself (FUSE passthrough from imgfs's memfd files) once it no longer caches their
-/// pages: proven by reading while the daemon is stopped (SIGSTOP), which a read served by imgfs could not finish.
+/// Large images the kernel reads by itself (FUSE passthrough from imgfs's shared-memory files) once it no longer caches
+/// their pages: proven by reading while the daemon is stopped (SIGSTOP), which a read served by imgfs could not finish.
 @Suite("Passthrough", .serialized, .enabled(if: FuseAvailability.available))
 struct PassthroughTests {
     /// A file open for reading, closed when dropped.

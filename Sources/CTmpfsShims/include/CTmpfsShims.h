@@ -5,8 +5,8 @@
 // so that image bodies can live in shared memory with the options imgfs chooses rather than the system's for memfds.
 // Needs CAP_SYS_ADMIN, as FUSE passthrough does.
 
-// Creates the instance with `huge` as its huge= option ("within_size": transparent huge pages for the parts of a
-// file that lie within its size) and no limit on its size or its number of files (size=0, nr_inodes=0), and returns
+// Creates the instance with `huge` as its huge= option ("within_size": pages larger than 4 KiB for the parts of a
+// file that lie within its size, as large as a write or fallocate range allows on Linux 6.14+) and no limit on its size or its number of files (size=0, nr_inodes=0), and returns
 // a descriptor of its root (close-on-exec), or -errno: -ENOSYS on kernels without the mount API, -EPERM without the
 // privilege, -EINVAL when the kernel does not know an option.
 int imgfs_tmpfs_create(const char *huge);
