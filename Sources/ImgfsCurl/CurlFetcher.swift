@@ -85,7 +85,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             guard !state.stopping else { return ([], [transfer]) }
             guard hold <= 0 else {
                 let index = state.load.indices.min { state.load[$0] < state.load[$1] } ?? 0
-                guard workers[index].delay(transfer, until: .now + .milliseconds(Int(hold * 1000))) else {
+                guard workers[index].delay(transfer, until: .now + .milliseconds(Int(saturating: hold * 1000))) else {
                     return ([], [transfer])
                 }
                 state.placement[id] = index

@@ -95,8 +95,8 @@ final class CurlTransfer: @unchecked Sendable {
         imgfs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         imgfs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, configuration.maxRedirects)
         imgfs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        imgfs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout * 1000))
-        imgfs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout * 1000))
+        imgfs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(saturating: configuration.connectTimeout * 1000))
+        imgfs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(saturating: configuration.totalTimeout * 1000))
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, configuration.stallBytesPerSecond)
         imgfs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallSeconds)
         imgfs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
@@ -166,6 +166,10 @@ final class CurlTransfer: @unchecked Sendable {
         switch head.status {
         case 100..<200: return true
         case 300..<400 where sawLocation: return true
+        case 200..<300 where head.framingProblem != nil:
+            // RFC 9112 §6.3: a length that cannot be trusted is an unrecoverable error, never a (short) body.
+            failure = .incomplete(head.framingProblem ?? "")
+            return false
         case 206: return continuesBody()
         case 200..<300,
             304 where request.isConditional:
@@ -295,8 +299,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Retry-After as seconds from now: a number, or an HTTP date.
     private static func retryAfterSeconds(_ value: String) -> Double? {
-        if let seconds = Double(value) { return max(0, seconds) }
-        return HTTPDate.parse(value).map { max(0, $0.timeIntervalSinceNow) }
+        if let seconds = DeltaSeconds.parse(value) { return Double(seconds) }
+        return PlausibleDate.check(HTTPDate.parse(value)).map { max(0, $0.timeIntervalSinceNow) }
     }
 }
 

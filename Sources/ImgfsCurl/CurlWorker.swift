@@ -147,7 +147,7 @@ final class CurlWorker: @unchecked Sendable {
                     \(configuration.retries + 1)): \(transfer.failureDescription(code))
                     """,
                     metadata: ["url": "\(transfer.url)"])
-                delayed.append((.now + .milliseconds(Int(delay * 1000)), retry))
+                delayed.append((.now + .milliseconds(Int(saturating: delay * 1000)), retry))
             } else {
                 completions.append((transfer, code))
             }

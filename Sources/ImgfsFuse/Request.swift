@@ -169,7 +169,9 @@ enum StatConversion {
         status.st_uid = getuid()
         status.st_gid = getgid()
         let seconds = attributes.modified.timeIntervalSince1970
-        let time = timespec(tv_sec: Int(seconds.rounded(.down)), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        let time = timespec(
+            tv_sec: Int(saturating: seconds.rounded(.down)),
+            tv_nsec: Int(saturating: (seconds - seconds.rounded(.down)) * 1e9))
         status.st_mtim = time
         status.st_ctim = time
         status.st_atim = time

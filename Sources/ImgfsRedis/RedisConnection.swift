@@ -22,7 +22,8 @@ final class RedisConnection {
 
     /// Connects to `address`, authenticates and selects its database.
     init(address: SharedCacheAddress, timeout: TimeInterval) throws(SharedStoreError) {
-        let interval = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        let interval = timeval(
+            tv_sec: Int(saturating: timeout), tv_usec: Int(saturating: (timeout - timeout.rounded(.down)) * 1e6))
         guard let context = redisConnectWithTimeout(address.host, Int32(address.port), interval) else {
             throw .unavailable("out of memory")
         }

@@ -56,8 +56,8 @@ public struct ExpiryPolicy: Sendable {
         let directives = Self.directives(head.cacheControl)
         if directives["no-store"] != nil { return Decision(store: false, expiresAt: now, fromHeaders: true) }
         if directives["no-cache"] != nil { return Decision(store: true, expiresAt: now, fromHeaders: true) }
-        if let maxAge = directives["max-age"].flatMap({ $0 }).flatMap(Double.init) {
-            return Decision(store: true, expiresAt: now + max(0, maxAge), fromHeaders: true)
+        if let maxAge = directives["max-age"].flatMap({ $0 }).flatMap(DeltaSeconds.parse) {
+            return Decision(store: true, expiresAt: now + TimeInterval(maxAge), fromHeaders: true)
         }
         if head.hasExpires {
             guard let expires = head.expires else { return Decision(store: true, expiresAt: now, fromHeaders: true) }

@@ -23,6 +23,11 @@ public struct ResponseHead: Equatable, Sendable {
     public var contentRange: ContentRange?
     /// Date, parsed.
     public var date: Date?
+    /// Why the body's length cannot be trusted (Content-Length values that disagree or are not numbers, RFC 9112
+    /// §6.3): such a response is an error, never a body.
+    public var framingProblem: String?
+    /// The Content-Length announced on the wire (also for an encoded body), for the conflict check.
+    private var announcedLength: Int?
     /// The numeric address of the connection the response came on (the proxy's, through a proxy), when known: kept
     /// with a cached image so that `--deny-private-networks` applies to it after a remount.
     public var remoteAddress: String?
@@ -61,7 +66,9 @@ public struct ResponseHead: Equatable, Sendable {
         let valueBytes = HeaderBytes.trimmed(line[(colon + 1)...])
         let value = String(decoding: valueBytes, as: UTF8.self)
         switch name {
-        case "content-length" where !isEncoded: contentLength = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        case "content-length":
+            let length = applyContentLength(value)
+            if !isEncoded { contentLength = length }
         case "content-encoding" where !["", "identity"].contains(value.lowercased()):
             // The length of an encoded body is not the image's size: that is known once the body is decoded.
             isEncoded = true
@@ -70,14 +77,40 @@ public struct ResponseHead: Equatable, Sendable {
         case "content-range": contentRange = ContentRange(value)
         case "content-type": contentType = value
         case "etag": etag = value
-        case "last-modified": lastModified = HTTPDate.parse(value)
+        case "last-modified": lastModified = PlausibleDate.check(HTTPDate.parse(value))
         case "cache-control": cacheControl = cacheControl.map { "\($0), \(value)" } ?? value
         case "expires":
             hasExpires = true
-            expires = HTTPDate.parse(value)
-        case "date": date = HTTPDate.parse(value)
+            expires = PlausibleDate.check(HTTPDate.parse(value))
+        case "date": date = PlausibleDate.check(HTTPDate.parse(value))
         default: break
         }
+    }
+
+    /// One Content-Length field (a value, or a list of values): the length, or nil with ``framingProblem`` set when
+    /// a value is not a number or disagrees with one seen before.
+    private mutating func applyContentLength(_ value: String) -> Int? {
+        for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let text = item.trimmingCharacters(in: .whitespaces)
+            guard let length = Self.digits(text) else {
+                framingProblem = "a Content-Length that is not a length (\"\(text.prefix(40))\")"
+                return nil
+            }
+            if let seen = announcedLength, seen != length {
+                framingProblem = "conflicting Content-Length values \(seen) and \(length)"
+                return nil
+            }
+            announcedLength = length
+        }
+        return framingProblem == nil ? announcedLength : nil
+    }
+
+    /// The value of a string of ASCII digits that fits an Int, else nil.
+    static func digits(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return nil
+        }
+        return Int(text)
     }
 }
 
@@ -129,10 +162,12 @@ public enum HTTPDate {
         return nil
     }
 
-    /// `date` in IMF-fixdate form.
+    /// `date` in IMF-fixdate form (clamped to years 1...9999).
     public static func format(_ date: Date) -> String {
         let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        // Years 1...9999 only: a date outside (a corrupt record's) is written as the nearest end.
+        let since1970 = Int(saturating: date.timeIntervalSince1970.rounded(.down))
+        let seconds = min(max(since1970, -62_135_596_800), 253_402_300_799)
         let day = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let (year, month, dayOfMonth) = civil(fromDays: day)
         let time = seconds - day * 86400

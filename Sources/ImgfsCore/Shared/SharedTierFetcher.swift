@@ -30,6 +30,8 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     /// Where publications write, one write at a time, in order.
     let publisher: SharedTierWorkers
     private let leases = Locked<[String: [UInt8]]>([:])
+    /// The keys whose refused values were logged already (cleared when it grows past a bound).
+    private let loggedRefusals = Locked<Set<String>>([])
     private let backlog = Locked(0)
 
     public init(
@@ -56,6 +58,16 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     /// A fetcher that reads this tier but never the origin (for `--policy cache-only`): what the store does not have
     /// fails with ``FetchError/notCached``.
     public var storeOnly: any ImageFetching { StoreOnly(tier: self) }
+
+    /// A value of the store was refused: counted, and logged once per key (the URL is then fetched from the origin).
+    func reject(key: String, url: ImageURL, reason: String) {
+        health.count { $0.rejected += 1 }
+        let first = loggedRefusals.withLock { logged -> Bool in
+            if logged.count >= 4096 { logged.removeAll() }
+            return logged.insert(key).inserted
+        }
+        if first { logger.warning("shared tier: ignored the stored value for \(url.requestString): \(reason)") }
+    }
 
     /// The counters, for statistics.
     public var counters: SharedTierCounters { health.counters }
@@ -86,7 +98,7 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     }
 
     private func renewLeases() {
-        let milliseconds = Int(configuration.leaseDuration * 1000)
+        let milliseconds = Int(saturating: configuration.leaseDuration * 1000)
         while true {
             Thread.sleep(forTimeInterval: configuration.leaseDuration / 3)
             for (key, value) in leases.withLock({ $0 }) {

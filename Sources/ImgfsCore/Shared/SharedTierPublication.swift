@@ -96,7 +96,7 @@ final class SharedTierPublication: Sendable {
         for (index, piece) in pieces { writePiece(index, piece) }
         tier.publisher.submit { [self] in
             guard !broken.withLock({ $0 }) else { return release() }
-            let milliseconds = Int(record.expiresAt.timeIntervalSinceNow * 1000)
+            let milliseconds = Int(saturating: record.expiresAt.timeIntervalSinceNow * 1000)
             do throws(SharedStoreError) {
                 try tier.health.runWrite { () throws(SharedStoreError) in
                     try tier.store.set(keys.meta, record.encoded(), milliseconds: max(1, milliseconds))
@@ -139,7 +139,7 @@ final class SharedTierPublication: Sendable {
         tier.publisher.submit { [self] in
             defer { then?() }
             guard !broken.withLock({ $0 }) else { return }
-            let milliseconds = max(1000, Int(until.timeIntervalSinceNow * 1000))
+            let milliseconds = max(1000, Int(saturating: until.timeIntervalSinceNow * 1000))
             do throws(SharedStoreError) {
                 try tier.health.runWrite { () throws(SharedStoreError) in
                     try tier.store.set(key, value, milliseconds: milliseconds)

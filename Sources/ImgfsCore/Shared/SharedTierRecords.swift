@@ -59,15 +59,42 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
+    /// The largest piece size a record may name.
+    public static let maximumPieceSize = 64 << 20
+
     /// The record in `bytes` if it is one of version 1 for `url` (and, for a complete body, self-consistent).
-    public static func decode(_ bytes: [UInt8], url: String) -> SharedTierRecord? {
+    public static func decode(_ bytes: [UInt8], url: String, maxSize: Int = 64 << 20) -> SharedTierRecord? {
+        try? check(bytes, url: url, maxSize: maxSize).get()
+    }
+
+    /// The record in `bytes`, or why it is refused: not a version-1 record of `url`, or a field out of range (a date
+    /// that is not finite or not in years 1970...9999, a length or size outside `0...maxSize`, a piece size outside
+    /// `1...maximumPieceSize`, a size that disagrees with the length). Nothing in a refused value is ever used.
+    public static func check(
+        _ bytes: [UInt8], url: String, maxSize: Int
+    ) -> Result<SharedTierRecord, SharedTierRefusal> {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
-        guard let record = try? decoder.decode(SharedTierRecord.self, from: Data(bytes)), record.version == 1,
-            record.url == url, record.pieceSize > 0, !record.fetch.isEmpty
-        else { return nil }
-        if let size = record.size, size < 0 || (record.contentLength.map { $0 != size } ?? false) { return nil }
-        return record
+        guard let record = try? decoder.decode(SharedTierRecord.self, from: Data(bytes)) else {
+            return .failure(SharedTierRefusal("not a record"))
+        }
+        guard record.version == 1, record.url == url, !record.fetch.isEmpty else {
+            return .failure(SharedTierRefusal("a record of another version, URL or fetch"))
+        }
+        if let problem = record.rangeProblem(maxSize: maxSize) { return .failure(SharedTierRefusal(problem)) }
+        return .success(record)
+    }
+
+    /// What is out of range in this record, or nil.
+    private func rangeProblem(maxSize: Int) -> String? {
+        guard PlausibleDate.contains(expiresAt) else { return "expiresAt out of range" }
+        if let lastModified, !PlausibleDate.contains(lastModified) { return "lastModified out of range" }
+        guard (1...Self.maximumPieceSize).contains(pieceSize) else { return "piece size \(pieceSize) out of range" }
+        for (name, value) in [("contentLength", contentLength), ("size", size)] {
+            if let value, !(0...maxSize).contains(value) { return "\(name) \(value) outside 0...\(maxSize)" }
+        }
+        if let size, let contentLength, size != contentLength { return "size \(size) but length \(contentLength)" }
+        return nil
     }
 
     /// The number of pieces of a complete body.
@@ -78,10 +105,17 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
         var head = ResponseHead(
             status: 200, contentLength: size ?? contentLength, contentType: contentType, etag: etag,
             lastModified: lastModified)
-        head.cacheControl = "max-age=\(max(0, Int(expiresAt.timeIntervalSince(now))))"
+        head.cacheControl = "max-age=\(max(0, Int(saturating: expiresAt.timeIntervalSince(now))))"
         head.date = now
         return head
     }
+}
+
+/// Why a value read from the shared store was not used.
+public struct SharedTierRefusal: Error, Equatable, Sendable {
+    public let reason: String
+
+    public init(_ reason: String) { self.reason = reason }
 }
 
 /// One piece of a body (`piece:<h>:<id>:<n>`): a 16-byte header (magic `IMP1`, index, length, CRC-32 of the bytes;

@@ -62,7 +62,7 @@ struct SharedTierSession: Sendable {
                 if try tier.health.runWrite({ () throws(SharedStoreError) in
                     try tier.store.setIfAbsent(
                         keys.lease, Array(fetch.utf8),
-                        milliseconds: Int(configuration.leaseDuration * 1000))
+                        milliseconds: Int(saturating: configuration.leaseDuration * 1000))
                 }) {
                     // The holder before may have completed the body and released the lease between the look-up
                     // above and this lease: look again, so that the fleet fetches it once.
@@ -97,10 +97,7 @@ struct SharedTierSession: Sendable {
     /// The URL's complete, fresh, valid record, or nil (a foreign or corrupt one is counted and ignored).
     private func completeRecord(ignoring corrupt: String? = nil) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.meta) else { return nil }
-        guard let record = SharedTierRecord.decode(value, url: request.url.resourceKey), record.size != nil,
-            record.checksum != nil
-        else {
-            tier.health.count { $0.rejected += 1 }
+        guard let record = accept(value, key: keys.meta), record.size != nil, record.checksum != nil else {
             return nil
         }
         return record.expiresAt > Date() && record.fetch != corrupt ? record : nil
@@ -165,13 +162,20 @@ struct SharedTierSession: Sendable {
 
     private func headRecord(_ fetch: String) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.head(fetch)) else { return nil }
-        guard let record = SharedTierRecord.decode(value, url: request.url.resourceKey), record.fetch == fetch,
+        guard let record = accept(value, key: keys.head(fetch)), record.fetch == fetch,
             record.pieceSize == configuration.pieceSize
-        else {
-            tier.health.count { $0.rejected += 1 }
+        else { return nil }
+        return record
+    }
+
+    /// The record in `value`, or nil with the refusal counted and logged (once per key).
+    private func accept(_ value: [UInt8], key: String) -> SharedTierRecord? {
+        switch SharedTierRecord.check(value, url: request.url.resourceKey, maxSize: configuration.maxSize) {
+        case .success(let record): return record
+        case .failure(let refusal):
+            tier.reject(key: key, url: request.url, reason: refusal.reason)
             return nil
         }
-        return record
     }
 
     private func storeGet(_ key: String) throws(SharedStoreError) -> [UInt8]? {

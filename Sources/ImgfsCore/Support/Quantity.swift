@@ -13,7 +13,7 @@ public enum Quantity {
         }
         let exponents: [String: Double] = ["": 0, "k": 1, "m": 2, "g": 3, "t": 4]
         guard let value = number, value >= 0, let exponent = exponents[key] else { return nil }
-        return Int(value * pow(1024, exponent))
+        return Int(saturating: value * pow(1024, exponent))
     }
 
     /// Seconds from `90`, `90s`, `30m`, `24h`, `7d`, or nil.

@@ -167,7 +167,7 @@ public final class VariantStore: Sendable {
 
     /// What identifies the content of a variant: its size and the original's size, ETag and Last-Modified.
     static func validator(_ size: Int, _ original: ImageMetadata) -> String {
-        let modified = original.lastModified.map { String(Int64($0.timeIntervalSince1970)) } ?? ""
+        let modified = original.lastModified.map { String(Int(saturating: $0.timeIntervalSince1970)) } ?? ""
         return "\(size);\(original.size);\(original.etag ?? "");\(modified)"
     }
 

@@ -188,7 +188,8 @@ enum DiskCacheIO {
     static func setModificationTime(_ path: String, to date: Date) throws {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT
-        let time = timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9))
+        let time = timespec(
+            tv_sec: Int(saturating: seconds), tv_nsec: Int(saturating: (date.timeIntervalSince1970 - seconds) * 1e9))
         let times = [omit, time]
         while utimensat(AT_FDCWD, path, times, 0) != 0 {
             if errno != EINTR { throw DiskCacheSystemError(operation: "utimensat", path: path, code: errno) }

@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import ImgfsTestSupport
+import Testing
+
+/// Issue 34 through real mounts: values from outside (an origin's headers, a Redis value) that used to crash or
+/// mislead the daemon. Each test checks the mount is still alive afterwards and nothing wrong was cached.
+@Suite("Hostile input", .serialized, .enabled(if: FuseAvailability.available))
+struct HostileInputTests {
+    /// Whether the daemon still runs and still answers (a `stat` of the mount's control folder).
+    static func alive(_ mount: MountedImgfs) -> Bool {
+        var status = stat()
+        return mount.process.isRunning && mount.isMounted && stat("\(mount.mountPoint)/.imgfs", &status) == 0
+    }
+
+    @Test(
+        "Cache-Control: max-age=Int.max with --shared-cache and --cache-control: the image is served, the mount lives",
+        .enabled(if: RedisServer.available))
+    func hugeMaxAge() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let image = try Fixtures.smallPNGs(1)[0]
+        var response = OriginResponse.ok(image, contentType: "image/png")
+        response.headers.append(("Cache-Control", "max-age=9223372036854775807"))
+        var infinite = OriginResponse.ok(image, contentType: "image/png")
+        infinite.headers.append(("Cache-Control", "max-age=1e400"))
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--cache-control"])) { origin, mount in
+            origin.route("/forever.png", response)
+            origin.route("/infinite.png", infinite)
+            let forever = origin.baseURL + "/forever.png"
+            #expect(SharedTierTests.outcome(mount.path(forever), image) == "same bytes")
+            #expect(mount.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= 1 })
+            #expect(Self.alive(mount), "the daemon died; log:\n\(mount.log.suffix(2000))")
+            // Published with the longest lifetime HTTP asks a cache to represent (2^31 s), not refused or wrapped.
+            let ttl = Int(try redis.cli("PTTL", SharedTierKeys(url: try ImageURL(forever)).meta)) ?? -1
+            #expect(ttl > 2_000_000_000_000 && ttl <= 2_147_483_648_000, "PTTL \(ttl)")
+            // A max-age that is not delta-seconds is ignored (the --expire lifetime applies).
+            #expect(SharedTierTests.outcome(mount.path(origin.baseURL + "/infinite.png"), image) == "same bytes")
+            #expect(Self.alive(mount))
+        }
+    }
+
+    @Test(
+        "records planted in Redis with out-of-range dates, sizes or piece sizes are refused, logged once, refetched",
+        .enabled(if: RedisServer.available))
+    func outOfRangeRecords() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let image = try Fixtures.smallPNGs(1)[0]
+        // The checksum is never reached: each record is refused for its range before its pieces are read.
+        let checksum = 0
+        let size = image.count
+        // Each a well-formed version-1 record for its URL, wrong in one field.
+        let fields = [
+            "huge-expiry": #""expiresAt":1e300,"size":\#(size),"contentLength":\#(size)"#,
+            "negative-expiry": #""expiresAt":-1e300,"size":\#(size)"#,
+            "huge-mtime": #""expiresAt":4102444800000,"lastModified":1e300,"size":\#(size)"#,
+            "max-size": #""expiresAt":4102444800000,"size":9223372036854775807"#,
+            "negative-size": #""expiresAt":4102444800000,"size":-5"#,
+            "huge-length": #""expiresAt":4102444800000,"size":\#(size),"contentLength":9223372036854775807"#,
+            "zero-piece": #""expiresAt":4102444800000,"size":\#(size),"pieceSize":0"#,
+            "max-piece": #""expiresAt":4102444800000,"size":\#(size),"pieceSize":9223372036854775807"#
+        ]
+        try withMountedOrigin(SharedTierTests.memberArguments(redis)) { origin, mount in
+            for (name, field) in fields {
+                origin.route("/\(name).png", .ok(image, contentType: "image/png"))
+                let url = "\(origin.baseURL)/\(name).png"
+                let pieceSize = field.contains("pieceSize") ? "" : #","pieceSize":1048576"#
+                let record =
+                    #"{"version":1,"url":"\#(url)","fetch":"planted","checksum":\#(checksum),"#
+                    + field + pieceSize + "}"
+                let keys = SharedTierKeys(url: try ImageURL(url))
+                try redis.cli("SET", keys.meta, record)
+                try redis.cli("SET", keys.piece("planted", 0), String(decoding: image, as: UTF8.self))
+            }
+            for name in fields.keys.sorted() {
+                let path = mount.path("\(origin.baseURL)/\(name).png")
+                // Twice: the second read is served by the mount's own caches, and a stat asks for the mtime.
+                #expect(SharedTierTests.outcome(path, image) == "same bytes", "\(name)")
+                #expect(SharedTierTests.outcome(path, image) == "same bytes", "\(name)")
+                var status = stat()
+                #expect(stat(path, &status) == 0 && status.st_mtim.tv_sec < 4_102_444_800, "\(name)")
+                #expect(origin.requestCount("/\(name).png") == 1, "\(name) was not fetched from the origin once")
+                #expect(Self.alive(mount), "\(name) killed the daemon; log:\n\(mount.log.suffix(2000))")
+            }
+            #expect((mount.statistics()["repository.shared_tier.rejected"] ?? 0) >= Double(fields.count))
+            let refusals = mount.log.split(separator: "\n").filter { $0.contains("ignored the stored value") }
+            #expect(refusals.count == fields.count, "\(refusals)")
+        }
+    }
+
+    @Test("two Content-Length headers that disagree: EIO, nothing cached, the reason in imgfs why")
+    func conflictingContentLength() throws {
+        let image = try Fixtures.smallPNGs(1)[0]
+        #expect(image.count > 100)
+        var response = OriginResponse.ok(image, contentType: "image/png")
+        // The origin's own Content-Length (the body's size) first, then a second, smaller one.
+        response.headers.append(("Content-Length", "100"))
+        try withMountedOrigin { origin, mount in
+            origin.route("/two.png", response)
+            let url = origin.baseURL + "/two.png"
+            #expect(PosixFile.read(mount.path(url)) == .failure(Errno(EIO)))
+            #expect(Self.alive(mount))
+            let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", mount.mountPoint, url])
+            #expect(why.output.contains("conflicting Content-Length"), "\(why.output)")
+            // Nothing was kept: once the origin answers properly, the whole image is served.
+            origin.route("/two.png", .ok(image, contentType: "image/png"))
+            let reread = Poll.until(timeout: 10, interval: 0.2) {
+                PosixFile.read(mount.path(url)) == .success(image)
+            }
+            #expect(reread, "the 100-byte prefix was cached as the image")
+            let files = FileManager.default.enumerator(atPath: mount.cacheDirectory)?.allObjects as? [String] ?? []
+            #expect(files.contains { $0.hasSuffix(".tmp") } == false)
+        }
+    }
+}
