@@ -157,8 +157,9 @@ struct MountCommand: ParsableCommand {
             fetcher: repositoryConfiguration.sharedTier ?? fetcher, memory: memoryCache, disk: disk,
             configuration: repositoryConfiguration, logger: logger,
             diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
-        let names = requests.noDiskCache ? nil : cacheDirectory.appendingPathComponent("names")
-        let registry = LongNameRegistry(directory: names)
+        // Digest names live in memory and in the cache entries themselves; earlier versions kept a folder of them.
+        try? FileManager.default.removeItem(at: cacheDirectory.appendingPathComponent("names"))
+        let registry = LongNameRegistry()
         let variants = try thumbnails.makeStore(
             repository: repository,
             cacheDirectory: requests.noDiskCache ? nil : cacheDirectory,

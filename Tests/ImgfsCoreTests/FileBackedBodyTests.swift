@@ -160,7 +160,7 @@ struct FileBackedBodyTests {
             fetcher: fetcher, memory: MemoryCache(budget: 4 << 20), disk: nil,
             configuration: configuration, logger: .init(label: "test"))
         let filesystem = ImageFilesystem(
-            repository: repository, registry: LongNameRegistry(directory: nil),
+            repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))
         let large = [UInt8](repeating: 9, count: ImageFilesystem.preloadLimit + 10)
         var opens: [ImageFilesystem.OpenFile] = []

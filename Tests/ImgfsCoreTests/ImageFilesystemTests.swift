@@ -6,7 +6,7 @@ import Testing
 struct ImageFilesystemTests {
     private let fetcher = ManualFetcher()
     private let filesystem: ImageFilesystem
-    private let registry = LongNameRegistry(directory: nil)
+    private let registry = LongNameRegistry()
 
     init() {
         var configuration = ImageRepository.Configuration()

@@ -86,7 +86,7 @@ struct NamePropertyTests {
             fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
             configuration: configuration, logger: .init(label: "fuzz"))
         let filesystem = ImageFilesystem(
-            repository: repository, registry: LongNameRegistry(directory: nil),
+            repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "fuzz"))
         var generator = Generator(state: 0xC0FFEE)
         let chunkRoot = try filesystem.lookup(parent: InodeTable.imagesInode, name: Array("+".utf8)).get().attributes

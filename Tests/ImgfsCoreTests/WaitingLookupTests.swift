@@ -17,7 +17,7 @@ struct WaitingLookupTests {
             fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
             configuration: configuration, logger: .init(label: "test"))
         filesystem = ImageFilesystem(
-            repository: repository, registry: LongNameRegistry(directory: nil),
+            repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))
     }
 
@@ -109,7 +109,7 @@ struct WaitingLookupTests {
             configuration: configuration, logger: .init(label: "test"),
             now: { [clock] in clock.now })
         let filesystem = ImageFilesystem(
-            repository: repository, registry: LongNameRegistry(directory: nil),
+            repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))
         let replies = Replies<Result<Entry, FilesystemError>>()
         filesystem.lookup(

@@ -115,3 +115,43 @@ struct HostileInputTests {
         }
     }
 }
+
+extension HostileInputTests {
+    /// The path of `url`'s chunked form under `mount` (every directory but the last is a continuation).
+    static func chunkedPath(_ url: String, in mount: MountedImgfs) throws -> String {
+        let chunks = ImagePath.chunks(of: NameCodec.encode(url))
+        return "\(mount.mountPoint)/img/+/" + chunks.joined(separator: "/")
+    }
+
+    @Test("lookups of 300 long names of 404s leave nothing on disk; a fetched long URL's digest name survives remount")
+    func longNameRegistryIsBounded() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let image = try Fixtures.smallPNGs(1)[0]
+        origin.route(prefix: "/gone/") { _ in .status(404) }
+        origin.route(prefix: "/kept/") { _ in .ok(image, contentType: "image/png") }
+        let padding = String(repeating: "s", count: 400)
+        let cacheDirectory = "/tmp/imgfs-test-\(getpid())-names-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
+        let mount = try MountedImgfs(cacheDirectory: cacheDirectory)
+        for index in 0..<300 {
+            var status = stat()
+            #expect(
+                stat(try Self.chunkedPath("\(origin.baseURL)/gone/\(index).png?sig=\(padding)", in: mount), &status)
+                    != 0)
+        }
+        #expect(Self.alive(mount))
+        let kept = "\(origin.baseURL)/kept/a.png?sig=\(padding)"
+        #expect(PosixFile.read(try Self.chunkedPath(kept, in: mount)) == .success(image))
+        let digest = ImagePath.digestName(for: try ImageURL(kept))
+        #expect(PosixFile.read("\(mount.mountPoint)/img/\(digest)") == .success(image))
+        mount.stop()
+        let files = FileManager.default.enumerator(atPath: cacheDirectory)?.allObjects as? [String] ?? []
+        #expect(files.count < 40, "\(files.count) files in the cache directory: \(files.prefix(10))")
+        #expect(!files.contains { $0.hasPrefix("names") })
+        let again = try MountedImgfs(cacheDirectory: cacheDirectory)
+        defer { again.stop() }
+        #expect(PosixFile.read("\(again.mountPoint)/img/\(digest)") == .success(image))
+        #expect(origin.requestCount("/kept/a.png?sig=\(padding)") == 1, "the digest name after a remount came from the disk cache")
+    }
+}

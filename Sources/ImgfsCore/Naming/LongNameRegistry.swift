@@ -1,46 +1,56 @@
 import Foundation
 
-/// Remembers which URL each digest name (`~<sha256>`) stands for.
+/// Remembers which URL each digest name (`~<sha256>`) stands for, in memory.
 ///
-/// Guarantees: a registered name resolves until the registry's directory is removed, across restarts (each entry is a
-/// small file named by the digest, written atomically); a name resolves only to a URL whose digest it is, so a
-/// tampered file cannot redirect a name to another URL.
+/// Guarantees: a registered name resolves while the mount runs, until `byteLimit` bytes of newer registrations push
+/// it out (oldest first): lookups of names nobody fetches, failing URLs included, never grow the daemon or the disk
+/// without bound. Nothing is written to disk: a URL that was fetched is found after a remount through its cache
+/// entry, whose key is the same digest (so the disk cap counts it and the sweep removes it with the image); a name
+/// resolves only to a URL whose digest it is.
 public final class LongNameRegistry: Sendable {
-    private let directory: URL?
-    private let known = Locked<[String: ImageURL]>([:])
+    private struct Table {
+        var urls: [String: ImageURL] = [:]
+        /// Names in the order they were registered, for pushing out the oldest.
+        var order: [String] = []
+        var first = 0
+        var bytes = 0
+    }
 
-    /// A registry kept in `directory` (created when missing), or only in memory when `directory` is nil.
-    public init(directory: URL?) {
-        self.directory = directory
-        if let directory {
-            try? FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-        }
+    /// The bytes of URL text kept at most.
+    public let byteLimit: Int
+    private let table = Locked(Table())
+
+    public init(byteLimit: Int = 4 << 20) {
+        self.byteLimit = byteLimit
     }
 
     /// Records `url` under its digest name and returns that name.
     @discardableResult
     public func register(_ url: ImageURL) -> String {
         let name = ImagePath.digestName(for: url)
-        let isNew = known.withLock { table in
-            defer { table[name] = url }
-            return table[name] == nil
-        }
-        if isNew, let directory {
-            try? Data(url.string.utf8).write(to: directory.appendingPathComponent(name), options: .atomic)
+        table.withLock { table in
+            guard table.urls[name] == nil else { return }
+            table.urls[name] = url
+            table.order.append(name)
+            table.bytes += url.string.utf8.count
+            while table.bytes > byteLimit, table.first < table.order.count - 1 {
+                let oldest = table.order[table.first]
+                table.first += 1
+                table.bytes -= table.urls.removeValue(forKey: oldest)?.string.utf8.count ?? 0
+            }
+            if table.first > 1024 && table.first * 2 > table.order.count {
+                table.order.removeFirst(table.first)
+                table.first = 0
+            }
         }
         return name
     }
 
     /// The URL registered under `name`, if any.
     public func resolve(_ name: String) -> ImageURL? {
-        if let url = known.withLock({ $0[name] }) { return url }
-        guard let directory, let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
-            let text = String(data: data, encoding: .utf8), let url = try? ImageURL(text),
-            ImagePath.digestName(for: url) == name
-        else { return nil }
-        known.withLock { $0[name] = url }
-        return url
+        table.withLock { $0.urls[name] }
     }
+
+    /// How many names are registered now.
+    public var count: Int { table.withLock { $0.urls.count } }
 }
