@@ -152,6 +152,6 @@ extension HostileInputTests {
         let again = try MountedImgfs(cacheDirectory: cacheDirectory)
         defer { again.stop() }
         #expect(PosixFile.read("\(again.mountPoint)/img/\(digest)") == .success(image))
-        #expect(origin.requestCount("/kept/a.png?sig=\(padding)") == 1, "the digest name after a remount came from the disk cache")
+        #expect(origin.requestCount("/kept/a.png?sig=\(padding)") == 1, "a remount resolves it from the disk cache")
     }
 }
