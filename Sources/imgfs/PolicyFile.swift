@@ -24,6 +24,9 @@ enum PolicyFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Invalid(description: "\(path): cannot be read")
         }
+        guard data.count <= maximumBytes else {
+            throw Invalid(description: "\(path): larger than \(maximumBytes / 1024) KiB, the limit of a policy file")
+        }
         let text = String(decoding: data, as: UTF8.self)
         do {
             return HostRules(defaults: defaults, rules: try rules(in: text))
@@ -47,8 +50,19 @@ enum PolicyFile {
         }
     }
 
+    /// The largest policy file read.
+    static let maximumBytes = 1 << 20
+    /// The most nodes a file may hold once its aliases are expanded: YAML aliases let a small file stand for an
+    /// exponentially large tree ("billion laughs"), so the tree is measured, up to this bound, before it is walked.
+    static let maximumNodes = 100_000
+
     private static func rules(in text: String) throws -> [HostRule] {
         guard let root = try Yams.compose(yaml: text) else { return [] }
+        var budget = maximumNodes
+        guard fits(root, budget: &budget) else {
+            throw Located(
+                root, "the file expands to more than \(maximumNodes) nodes (YAML aliases repeat what they name)")
+        }
         guard let top = root.mapping else { throw Located(root, "expected a mapping with the key rules") }
         var rules: [HostRule] = []
         for (key, value) in top {
@@ -63,6 +77,22 @@ enum PolicyFile {
             }
         }
         return rules
+    }
+
+    /// Whether `node`, with every alias expanded, has at most `budget` nodes (stops counting once it has not).
+    private static func fits(_ node: Yams.Node, budget: inout Int) -> Bool {
+        budget -= 1
+        guard budget >= 0 else { return false }
+        switch node {
+        case .mapping(let mapping):
+            for (key, value) in mapping where !fits(key, budget: &budget) || !fits(value, budget: &budget) {
+                return false
+            }
+        case .sequence(let sequence):
+            for item in sequence where !fits(item, budget: &budget) { return false }
+        case .scalar, .alias: break
+        }
+        return true
     }
 
     private static func rule(_ node: Yams.Node) throws -> HostRule {

@@ -118,3 +118,42 @@ struct PolicyFileTests {
             ])
     }
 }
+
+/// Issue 34: policy files are hostile input too.
+struct PolicyFileLimitTests {
+    private func load(_ text: String) -> (String, Double) {
+        let path = "/tmp/imgfs-policy-\(getpid())-\(UUID().uuidString.prefix(8)).yaml"
+        try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let start = Date()
+        do {
+            _ = try PolicyFile.load(path, defaults: HostRule(pattern: "*"))
+            return ("no error", Date().timeIntervalSince(start))
+        } catch {
+            return (error.description, Date().timeIntervalSince(start))
+        }
+    }
+
+    /// A valid file: one rule with `headers` headers, anchored, and `rules` aliases of it.
+    static func aliasBomb(headers: Int, rules: Int) -> String {
+        let fields = (0..<headers).map { "      X-Header-\($0): value" }.joined(separator: "\n")
+        return "rules:\n  - &r\n    host: x.example.com\n    headers:\n\(fields)\n"
+            + String(repeating: "  - *r\n", count: rules)
+    }
+
+    @Test("a file of aliases that expands to millions of nodes is refused at once, with the reason")
+    func aliasExpansion() {
+        let (error, seconds) = load(Self.aliasBomb(headers: 1000, rules: 5000))
+        #expect(error.contains("alias"), "\(error)")
+        #expect(seconds < 2, "took \(seconds) s")
+    }
+
+    @Test("a few aliases are fine; a file over the size limit is refused before it is parsed")
+    func sizeLimit() {
+        let small = "rules:\n  - &b {host: a.example.com, deny: true}\n  - *b\n"
+        #expect(load(small).0 == "no error")
+        let huge = "rules:\n" + String(repeating: "  - host: a.example.com\n    deny: true\n", count: 40_000)
+        let (error, _) = load(huge)
+        #expect(error.contains("larger than"), "\(error)")
+    }
+}
