@@ -155,3 +155,42 @@ extension HostileInputTests {
         #expect(origin.requestCount("/kept/a.png?sig=\(padding)") == 1, "a remount resolves it from the disk cache")
     }
 }
+
+extension HostileInputTests {
+    @Test("list add on a full disk: a readable error, non-zero exit, no temporary file left; a non-UTF-8 name refused")
+    func listAddFailures() throws {
+        // The cache directory on a 1 MiB tmpfs of the test's own, filled up after the mount started.
+        let cacheDirectory = "/tmp/imgfs-test-\(getpid())-full-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
+        let mounted = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", cacheDirectory])
+        try #require(mounted.status == 0, "\(mounted.output)")
+        defer { _ = try? ChildProcess.run("/bin/umount", ["-l", cacheDirectory]) }
+        let fixture = try ListFixture(cacheDirectory: cacheDirectory)
+        defer { fixture.stop() }
+        #expect(try fixture.add("small", fixture.url(1) + "\n").status == 0)
+        let filler = try ChildProcess.run("/bin/dd", ["if=/dev/zero", "of=\(cacheDirectory)/filler", "bs=64k"])
+        #expect(filler.output.contains("No space left"), "\(filler.output)")
+        let text = (0..<2000).map { fixture.url($0) }.joined(separator: "\n")
+        let full = try fixture.add("big", text)
+        #expect(full.status != 0)
+        #expect(full.output.contains("cannot write the list big: No space left on device"), "\(full.output)")
+        #expect(!full.output.contains("NSCocoaErrorDomain") && !full.output.contains("Code="), "\(full.output)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: "\(cacheDirectory)/lists")) ?? []
+        #expect(left == ["small.list"], "\(left)")
+        try FileManager.default.removeItem(atPath: "\(cacheDirectory)/filler")
+        // A name whose bytes are not UTF-8 is refused, not stored under a changed name.
+        let file = "\(fixture.mount.root)/one.txt"
+        try (fixture.url(2) + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let invalid = try ChildProcess.run(
+            "/bin/sh",
+            [
+                "-c", #"exec "$0" list add "$1" "$(printf 'bad\377name')" "$2""#, MountedImgfs.binary,
+                fixture.mount.mountPoint, file
+            ])
+        #expect(invalid.status != 0)
+        #expect(invalid.output.contains("valid UTF-8"), "\(invalid.output)")
+        let after = (try? FileManager.default.contentsOfDirectory(atPath: "\(cacheDirectory)/lists")) ?? []
+        #expect(after == ["small.list"], "\(after)")
+    }
+}

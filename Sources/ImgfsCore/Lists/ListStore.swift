@@ -34,6 +34,10 @@ public final class ListStore: Sendable {
         if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
             throw InvalidName(description: "a list name cannot contain NUL or control characters")
         }
+        // Bytes that are not UTF-8 reach Swift as U+FFFD: refused rather than stored under a changed name.
+        if name.unicodeScalars.contains("\u{FFFD}") {
+            throw InvalidName(description: "a list name must be valid UTF-8")
+        }
     }
 
     /// The names of the stored lists, sorted.
@@ -75,8 +79,24 @@ public final class ListStore: Sendable {
             attributes: [.posixPermissions: 0o700])
         let process = ProcessInfo.processInfo.processIdentifier
         let temporary = directory.appendingPathComponent(".\(list.name).\(process).tmp")
-        try Data(list.storedText.utf8).write(to: temporary)
-        try DiskCacheIO.rename(temporary.path, to: file(list.name).path)
+        do {
+            let fd = try DiskCacheIO.open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
+            do {
+                try Array(list.storedText.utf8).withUnsafeBytes {
+                    try DiskCacheIO.writeAll(fd, $0, path: temporary.path)
+                }
+                try DiskCacheIO.fsync(fd, path: temporary.path)
+            } catch {
+                try? DiskCacheIO.close(fd, path: temporary.path)
+                throw error
+            }
+            try DiskCacheIO.close(fd, path: temporary.path)
+            try DiskCacheIO.rename(temporary.path, to: file(list.name).path)
+        } catch {
+            _ = try? DiskCacheIO.unlink(temporary.path)
+            let reason = (error as? DiskCacheSystemError).map { String(cString: strerror($0.code)) } ?? "\(error)"
+            throw ListWriteError(name: list.name, reason: reason)
+        }
     }
 
     /// Deletes the list called `name`; returns whether it existed.
@@ -89,4 +109,12 @@ public final class ListStore: Sendable {
     }
 
     private func file(_ name: String) -> URL { directory.appendingPathComponent(name + Self.suffix) }
+}
+
+/// A list could not be written (`imgfs list add`): nothing of it was left behind.
+public struct ListWriteError: Error, CustomStringConvertible {
+    public let name: String
+    public let reason: String
+
+    public var description: String { "cannot write the list \(name): \(reason)" }
 }
