@@ -23,6 +23,12 @@ CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callbac
     return curl_easy_setopt(easy, CURLOPT_PREREQDATA, context);
 }
 
+CURLcode imgfs_easy_setopt_resolver_start(CURL *easy, imgfs_curl_resolver_start_callback callback, void *context) {
+    CURLcode result = curl_easy_setopt(easy, CURLOPT_RESOLVER_START_FUNCTION, callback);
+    if (result != CURLE_OK) return result;
+    return curl_easy_setopt(easy, CURLOPT_RESOLVER_START_DATA, context);
+}
+
 CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value) {
     return curl_easy_getinfo(easy, info, value);
 }

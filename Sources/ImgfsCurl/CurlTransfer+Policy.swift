@@ -18,6 +18,24 @@ extension CurlTransfer {
         return true
     }
 
+    /// Before a host name is resolved (the first request's and every redirect's): whether the policy allows the
+    /// host, so that a host `--allow-host` or a policy rule refuses is never looked up in DNS.
+    func allowResolving() -> Bool {
+        var effective: UnsafePointer<CChar>?
+        imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        let effectiveURL = effective.map { String(cString: $0) } ?? ""
+        guard effectiveURL != requestedURL, !effectiveURL.isEmpty else {
+            refusal = configuration.addressPolicy.refusal(host: url.host)
+            return refusal == nil
+        }
+        if let host = Self.host(of: effectiveURL) {
+            refusal = configuration.addressPolicy.refusal(host: host) ?? ActivePolicy.profile(for: host).refusal
+        } else {
+            refusal = configuration.addressPolicy.refusal(unparsableURL: effectiveURL)
+        }
+        return refusal == nil
+    }
+
     /// Before each request (after connecting): whether the policy allows this host and connected address. The host
     /// of a redirect is read with curl's own URL parser, the one that chose where to connect; a URL it cannot read
     /// is refused when the policy restricts hosts.

@@ -128,6 +128,7 @@ final class CurlTransfer: @unchecked Sendable {
         rules.configure(easy, configuration: configuration)
         self.rules = rules
         imgfs_easy_setopt_prereq_callback(easy, curlPrereqCallback, context)
+        imgfs_easy_setopt_resolver_start(easy, curlResolverStartCallback, context)
         imgfs_easy_setopt_opensocket(easy, curlOpenSocketCallback, context)
         imgfs_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         imgfs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
@@ -287,6 +288,10 @@ final class CurlTransfer: @unchecked Sendable {
             return .incomplete("the \(encoding) stream ended before its end (\(delivered) bytes decoded)")
         }
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        if code == CURLE_OUT_OF_MEMORY, deliveredHead == nil {
+            // libcurl refuses a header line longer than its limit (100 KiB) this way, before imgfs sees the line.
+            return .transport("the response's header is too large (libcurl refused it: \(detail))")
+        }
         switch code {
         case CURLE_OPERATION_TIMEDOUT: return .timedOut(detail)
         case CURLE_COULDNT_RESOLVE_HOST: return .unresolvable(detail)
@@ -323,6 +328,10 @@ private let curlWriteCallback: imgfs_curl_data_callback = { data, size, count, c
 private let curlOpenSocketCallback: imgfs_curl_opensocket_callback = { context, _, address in
     guard let address, transfer(context).allowSocket(to: address) else { return CURL_SOCKET_BAD }
     return imgfs_open_socket(address)
+}
+
+private let curlResolverStartCallback: imgfs_curl_resolver_start_callback = { _, _, context in
+    transfer(context).allowResolving() ? 0 : 1
 }
 
 private let curlPrereqCallback: imgfs_curl_prereq_callback = { context, primaryAddress, _, _, _ in

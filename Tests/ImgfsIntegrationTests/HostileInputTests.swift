@@ -194,3 +194,38 @@ extension HostileInputTests {
         #expect(after == ["small.list"], "\(after)")
     }
 }
+
+extension HostileInputTests {
+    @Test(
+        "--allow-host: a redirect to a host it refuses is refused before any DNS look-up (EACCES, not host not found)")
+    func redirectRefusedBeforeDNS() throws {
+        try withMountedOrigin(["--allow-host", "127.0.0.1"]) { origin, mount in
+            // A name only DNS could answer (and .invalid never resolves): had imgfs looked it up, the failure would
+            // be "host not found"; refused first, it is EACCES with the policy's reason.
+            origin.route("/away.png", .redirect(to: "http://imgfs-test-host.invalid.:\(origin.port)/x.png"))
+            origin.route("/local.png", .redirect(to: "http://localhost.:\(origin.port)/x.png"))
+            for path in ["/away.png", "/local.png"] {
+                let url = origin.baseURL + path
+                #expect(PosixFile.read(mount.path(url)) == .failure(Errno(EACCES)), "\(path)")
+                let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", mount.mountPoint, url])
+                #expect(why.output.contains("refused") && why.output.contains("not an allowed host"), "\(why.output)")
+            }
+            #expect(!mount.log.contains("host not found"))
+        }
+    }
+
+    @Test("a header line larger than libcurl's limit is EIO with a reason that says so, not \"Out of memory\"")
+    func hugeHeader() throws {
+        let image = try Fixtures.smallPNGs(1)[0]
+        var response = OriginResponse.ok(image, contentType: "image/png")
+        response.headers.append(("X-Padding", String(repeating: "p", count: 200 * 1024)))
+        try withMountedOrigin { origin, mount in
+            origin.route("/big-header.png", response)
+            let url = origin.baseURL + "/big-header.png"
+            #expect(PosixFile.read(mount.path(url)) == .failure(Errno(EIO)))
+            let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", mount.mountPoint, url])
+            #expect(why.output.contains("header is too large"), "\(why.output)")
+            #expect(Self.alive(mount))
+        }
+    }
+}

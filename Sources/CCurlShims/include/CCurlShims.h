@@ -17,6 +17,9 @@ CURLcode imgfs_easy_setopt_data_callback(CURL *easy, CURLoption option, imgfs_cu
 typedef int (*imgfs_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port,
                                           int local_port);
 CURLcode imgfs_easy_setopt_prereq_callback(CURL *easy, imgfs_curl_prereq_callback callback, void *context);
+/// Called before curl resolves a host name (for the first request and every redirect); non-zero aborts the transfer.
+typedef int (*imgfs_curl_resolver_start_callback)(void *resolver_state, void *reserved, void *context);
+CURLcode imgfs_easy_setopt_resolver_start(CURL *easy, imgfs_curl_resolver_start_callback callback, void *context);
 
 CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value);
 CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
