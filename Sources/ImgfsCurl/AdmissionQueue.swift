@@ -8,7 +8,10 @@ import ImgfsCore
 /// are; among the items that may start, one of the most urgent class starts first, and within a class the oldest;
 /// a host at its limit never holds back items of other hosts (no head-of-line blocking across hosts); a promoted item
 /// keeps its age in its new class. A host known to multiplex (HTTP/2) is admitted its limit times its streams per
-/// connection. Not thread safe: one owner drives it.
+/// connection. Fair across hosts: an item someone waits for (``FetchPriority/waited``) whose host has nothing active
+/// and that has waited `starvation` or longer starts even when `maxActive` are active, up to `reserve` such items
+/// beyond it, so hosts that hold every place (slow ones) keep another host's reader out for seconds at most. Not
+/// thread safe: one owner drives it.
 public struct AdmissionQueue<Item> {
     private struct Key: Hashable {
         let host: String
@@ -18,6 +21,7 @@ public struct AdmissionQueue<Item> {
     private struct Waiting {
         let sequence: Int
         let item: Item
+        let since: ContinuousClock.Instant
     }
 
     /// One host's waiting items; `head` indexes the oldest, so taking it costs no copy.
@@ -40,6 +44,10 @@ public struct AdmissionQueue<Item> {
 
     public let maxActive: Int
     public let maxPerHost: Int
+    /// How many starved items may run beyond `maxActive`.
+    public let reserve: Int
+    /// How long a waited item of an idle host waits before it may use the reserve.
+    public let starvation: Duration
     private var waitingByHost: [Key: HostQueue] = [:]
     private var activeByHost: [String: Int] = [:]
     /// Each host's limit, as `hostLimit` last said.
@@ -54,40 +62,69 @@ public struct AdmissionQueue<Item> {
     /// How many items wait.
     public private(set) var waitingCount = 0
 
-    public init(maxActive: Int, maxPerHost: Int, hostLimit: @escaping (String) -> Int? = { _ in nil }) {
+    public init(
+        maxActive: Int, maxPerHost: Int, starvation: Duration = .seconds(2),
+        hostLimit: @escaping (String) -> Int? = { _ in nil }
+    ) {
         self.maxActive = max(1, maxActive)
         self.maxPerHost = max(1, maxPerHost)
+        self.reserve = max(1, self.maxActive / 4)
+        self.starvation = starvation
         self.hostLimit = hostLimit
     }
 
     /// Adds `item`, for `host`, to the end of its class.
-    public mutating func enqueue(_ item: Item, host: String, priority: FetchPriority = .waited) {
+    public mutating func enqueue(
+        _ item: Item, host: String, priority: FetchPriority = .waited, now: ContinuousClock.Instant = .now
+    ) {
         limitByHost[host] = max(1, hostLimit(host) ?? maxPerHost)
         waitingByHost[Key(host: host, priority: priority), default: HostQueue()].items
-            .append(Waiting(sequence: nextSequence, item: item))
+            .append(Waiting(sequence: nextSequence, item: item, since: now))
         nextSequence += 1
         waitingCount += 1
     }
 
-    /// Takes the items that may start now, oldest first, and counts them as active.
-    public mutating func admit() -> [(item: Item, host: String)] {
+    /// Takes the items that may start now, oldest first, and counts them as active (see the type's guarantees for
+    /// the starved items that may start beyond `maxActive`).
+    public mutating func admit(now: ContinuousClock.Instant = .now) -> [(item: Item, host: String)] {
         var admitted: [(item: Item, host: String)] = []
-        while activeCount < maxActive {
-            var best: (key: Key, rank: (Int, Int))?
-            for (key, queue) in waitingByHost
-            where activeByHost[key.host, default: 0] < limit(of: key.host) {
-                guard let oldest = queue.oldest else { continue }
-                let rank = (key.priority.rawValue, oldest.sequence)
-                if best.map({ rank < $0.rank }) ?? true { best = (key, rank) }
-            }
-            guard let key = best?.key else { break }
-            admitted.append((waitingByHost[key]!.takeOldest().item, key.host))
-            if waitingByHost[key]?.oldest == nil { waitingByHost[key] = nil }
-            activeByHost[key.host, default: 0] += 1
-            activeCount += 1
-            waitingCount -= 1
+        while activeCount < maxActive, let key = next(where: { _, _ in true }) {
+            admitted.append(take(key))
+        }
+        let starvedSince = now - starvation
+        while activeCount >= maxActive, activeCount < maxActive + reserve,
+            let key = next(where: { key, oldest in
+                key.priority == .waited && activeByHost[key.host] == nil && oldest.since <= starvedSince
+            })
+        {
+            admitted.append(take(key))
         }
         return admitted
+    }
+
+    /// The queue whose oldest item starts next among those `eligible` (and under their host's limit).
+    private func next(where eligible: (Key, Waiting) -> Bool) -> Key? {
+        var best: (key: Key, rank: (Int, Int))?
+        for (key, queue) in waitingByHost where activeByHost[key.host, default: 0] < limit(of: key.host) {
+            guard let oldest = queue.oldest, eligible(key, oldest) else { continue }
+            let rank = (key.priority.rawValue, oldest.sequence)
+            if best.map({ rank < $0.rank }) ?? true { best = (key, rank) }
+        }
+        return best?.key
+    }
+
+    private mutating func take(_ key: Key) -> (item: Item, host: String) {
+        let item = waitingByHost[key]!.takeOldest().item
+        if waitingByHost[key]?.oldest == nil { waitingByHost[key] = nil }
+        activeByHost[key.host, default: 0] += 1
+        activeCount += 1
+        waitingCount -= 1
+        return (item, key.host)
+    }
+
+    /// Whether an item someone waits for (``FetchPriority/waited``) is waiting for a place.
+    public var hasWaitedItems: Bool {
+        waitingByHost.keys.contains { $0.priority == .waited }
     }
 
     /// How many items of `host` may be active at once: its limit, times its streams per connection when it multiplexes.

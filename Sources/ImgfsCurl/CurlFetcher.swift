@@ -14,7 +14,9 @@ import Logging
 /// thread with the fewest transfers of its host (then the fewest in all); transient failures are retried with
 /// exponential backoff and jitter (honouring Retry-After up to a bound) without the observer seeing anything twice; a
 /// URL the address policy refuses is never requested; every started transfer completes exactly once, with
-/// ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block.
+/// ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block. While a
+/// transfer someone waits for waits for a place, a running transfer nobody wants any more
+/// (``TransferObserving/isWanted``, false at two looks half a second apart) is called off to make room.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     /// How an admitted transfer left its thread.
     struct Ended {
@@ -28,6 +30,11 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         var queue: AdmissionQueue<CurlTransfer>
         /// The thread each admitted or delayed transfer is on, by transfer id.
         var placement: [Int: Int] = [:]
+        /// The admitted transfers, by id (to ask whether they are still wanted).
+        var admitted: [Int: CurlTransfer] = [:]
+        /// When the running transfers are next looked at, and those nobody wanted at the last look.
+        var nextReview = ContinuousClock.now
+        var unwanted: Set<Int> = []
         /// Admitted transfers on each thread, in all and per host.
         var load: [Int]
         var hostLoad: [[String: Int]]
@@ -141,6 +148,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 let left = state.hostLoad[worker.index][transfer.host, default: 1] - 1
                 state.hostLoad[worker.index][transfer.host] = left > 0 ? left : nil
                 if !transfer.staysHere { state.placement[transfer.id] = nil }
+                state.admitted[transfer.id] = nil
             }
             return admit(&state)
         }
@@ -180,15 +188,47 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         state.withLock { _ = $0.placement.removeValue(forKey: id) }
     }
 
+    /// Called by a worker on every turn of its loop (at least once a second): twice a second, admits transfers that
+    /// waited long enough to use the reserve for idle hosts, and, while a transfer someone waits for waits for a place,
+    /// calls off the running transfers nobody wanted at this look and the one before.
+    func review(now: ContinuousClock.Instant = .now) {
+        let (candidates, woken, refused) = state.withLock { state -> ([CurlTransfer], [Int], [CurlTransfer]) in
+            guard now >= state.nextReview else { return ([], [], []) }
+            state.nextReview = now + .milliseconds(500)
+            let (woken, refused) = admit(&state, now: now)
+            guard state.queue.hasWaitedItems else {
+                state.unwanted = []
+                return ([], woken, refused)
+            }
+            return (Array(state.admitted.values), woken, refused)
+        }
+        finish(woken: woken, refused: refused, except: nil)
+        guard !candidates.isEmpty else { return }
+        // Asked outside the lock: an observer takes locks of its own.
+        let unwanted = Set(candidates.filter { !$0.observer.isWanted }.map(\.id))
+        let callOff = state.withLock { state in
+            defer { state.unwanted = unwanted }
+            return candidates.filter { unwanted.contains($0.id) && state.unwanted.contains($0.id) }
+        }
+        for transfer in callOff {
+            logger.info(
+                "transfer called off: nobody waits for it, and a transfer someone waits for needs its place",
+                metadata: ["url": "\(transfer.url)"])
+            cancel(transfer.id)
+        }
+    }
+
     // MARK: - Admission
 
     /// Admits what may start and places each on the thread with the fewest transfers of its host, then the fewest
     /// in all; returns the threads to wake and the transfers no thread took (shut down).
-    private func admit(_ state: inout State) -> (woken: [Int], refused: [CurlTransfer]) {
+    private func admit(
+        _ state: inout State, now: ContinuousClock.Instant = .now
+    ) -> (woken: [Int], refused: [CurlTransfer]) {
         guard !state.stopping else { return ([], []) }
         var woken: [Int] = []
         var refused: [CurlTransfer] = []
-        for (transfer, host) in state.queue.admit() {
+        for (transfer, host) in state.queue.admit(now: now) {
             let index = state.load.indices.min { busyness(state, $0, host) < busyness(state, $1, host) } ?? 0
             guard workers[index].place(transfer, host: host) else {
                 state.queue.finished(host: host)
@@ -198,6 +238,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             state.load[index] += 1
             state.hostLoad[index][host, default: 0] += 1
             state.placement[transfer.id] = index
+            state.admitted[transfer.id] = transfer
             if !woken.contains(index) { woken.append(index) }
         }
         return (woken, refused)

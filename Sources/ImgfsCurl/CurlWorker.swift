@@ -118,6 +118,7 @@ final class CurlWorker: @unchecked Sendable {
             delayed += newlyDelayed
             cancelled.forEach(cancelNow)
             requeueDue()
+            if index == 0 { fetcher.review() }
             curl_multi_perform(multi, &stillRunning)
             // Transfers admitted in place of finished ones start at the next perform: do not sleep before it.
             if collectFinished() { continue }

@@ -44,6 +44,8 @@ public final class ImageRepository: Sendable {
     let contentChanges = ContentChangeAnnouncer()
     /// Where each URL is served from (under `state`'s lock).
     let resolver: SourceResolver
+    /// How many file handles are open on an image (a transfer with one open is wanted).
+    let openHandles = OpenHandleCounter()
 
     public init(
         fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
@@ -64,7 +66,13 @@ public final class ImageRepository: Sendable {
         self.freshness = Freshness(expiry: configuration.expiry, minimumFreshness: configuration.minimumFreshness)
         self.resolver = SourceResolver(
             configuration: configuration, state: state, tiers: tiers, freshness: freshness, abandoned: abandoned,
-            now: now, logger: logger)
+            openHandles: openHandles, now: now, logger: logger)
+    }
+
+    /// Installs what tells how many file handles are open on an image: a transfer whose image is open is wanted, so
+    /// the fetcher never calls it off to make room.
+    public func onOpenHandles(_ count: @escaping @Sendable (ImageURL) -> Int) {
+        openHandles.install(count)
     }
 
     /// Called (``ContentChangeAnnouncer``) when a cached image is replaced by a new body or is gone (404, 410).

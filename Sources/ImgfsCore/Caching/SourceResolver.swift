@@ -31,6 +31,7 @@ struct SourceResolver: Sendable {
     let tiers: CacheTiers
     let freshness: Freshness
     let abandoned: AbandonedTransfers
+    let openHandles: OpenHandleCounter
     let now: @Sendable () -> Date
     let logger: Logger
 
@@ -116,8 +117,11 @@ struct SourceResolver: Sendable {
     ) -> Step {
         var request = request
         if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
+        // Read-ahead and prefetching want their transfers until they call them off; others, whoever has them open.
+        let (openHandles, aheadOfReaders) = (openHandles, request.priority != .waited)
         let download = Download(
-            url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory)
+            url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory,
+            isHeld: { aheadOfReaders || openHandles(url) > 0 })
         state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

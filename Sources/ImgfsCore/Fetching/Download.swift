@@ -69,8 +69,15 @@ public final class Download: TransferObserving, Sendable {
     /// Where bodies are kept (file-backed for the sizes it chooses).
     public let memory: BodyMemory
 
-    public init(url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary) {
+    /// Whether something outside the download holds on to it (a file handle open on its image).
+    private let isHeld: @Sendable () -> Bool
+
+    public init(
+        url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
+        isHeld: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.url = url
+        self.isHeld = isHeld
         self.limits = ActivePolicy.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
         self.memory = memory
     }
@@ -168,6 +175,16 @@ public final class Download: TransferObserving, Sendable {
 
     /// The response head, if it has arrived.
     public var head: ResponseHead? { state.withLock { $0.head } }
+
+    /// Whether anyone waits for the transfer: a stat or read not yet answered (and not interrupted), or a file handle
+    /// open on the image. A transfer started by a lookup or a stat that has had its answer is wanted by nobody.
+    public var isWanted: Bool {
+        let waiting = state.withLock { state in
+            state.metadataInterests.contains { $0?.isWithdrawn != true }
+                || state.rangeWaiters.contains { $0.interest?.isWithdrawn != true }
+        }
+        return waiting || isHeld()
+    }
 
     /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error.
     public func whenFinished(_ handler: @escaping @Sendable (FetchError?) -> Void) {

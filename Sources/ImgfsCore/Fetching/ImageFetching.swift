@@ -17,9 +17,15 @@ public protocol TransferObserving: AnyObject, Sendable {
     func transferDidRestart(head: ResponseHead) -> Bool
     /// The transfer ended: nil when the whole body arrived, else why not.
     func transferDidComplete(error: FetchError?)
+    /// Whether anyone still waits for this transfer. A fetcher may call off a transfer nobody wants when a transfer
+    /// somebody waits for needs its place; asked on any thread.
+    var isWanted: Bool { get }
 }
 
 extension TransferObserving {
+    /// By default every transfer is wanted until it ends.
+    public var isWanted: Bool { true }
+
     /// By default a body cannot start again: the observer fails with ``FetchError/changed``.
     public func transferDidRestart(head: ResponseHead) -> Bool {
         transferDidComplete(error: .changed("the retry got a new body and this observer cannot start again"))

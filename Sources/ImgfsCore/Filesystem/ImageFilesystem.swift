@@ -89,6 +89,7 @@ public final class ImageFilesystem: Sendable {
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
         variants?.onReplaced { [weak self] size, url in self?.invalidateVariant(size, url) }
         lists?.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
+        repository.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
     }
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).

@@ -14,7 +14,7 @@ public final class ListDirectories: Sendable {
     static let positionLimit = 500_000
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
     private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
-    private let openHandles = Locked<(@Sendable (ImageURL) -> Int)?>(nil)
+    private let openHandles = OpenHandleCounter()
 
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
         self.store = store
@@ -36,7 +36,7 @@ public final class ListDirectories: Sendable {
 
     /// Installs what tells how many file handles are open on an image (a jump never calls off an open file's transfer).
     func onOpenHandles(_ count: @escaping @Sendable (ImageURL) -> Int) {
-        openHandles.withLock { $0 = count }
+        openHandles.install(count)
     }
 
     /// `url` is being looked up (by any name): remembers whether it was cached, for the hit and miss counters.
@@ -53,8 +53,7 @@ public final class ListDirectories: Sendable {
             guard let list = store.list(name), list.entries.indices.contains(index),
                 list.entries[index].urlText == url.string
             else { return }
-            let count = openHandles.withLock { $0 } ?? { _ in 0 }
-            readAhead.opened(list, index: index, hit: hit, bytes: bytes, openHandles: count)
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in openHandles($0) }
         }
     }
 }

@@ -29,6 +29,9 @@ final class SharedTierTee: TransferObserving, Sendable {
         earlierHead = transfer.head
     }
 
+    /// The fleet waits for a body this mount publishes; otherwise, whoever waits for the transfer.
+    var isWanted: Bool { publication != nil || transfer.isWanted }
+
     func transferDidReceive(head: ResponseHead) -> Bool {
         if let earlierHead {
             let sameLength =

@@ -24,6 +24,9 @@ final class SharedTierTransfer: TransferHandle, Sendable {
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Whether the caller's observer still wants the transfer.
+    var isWanted: Bool { observer.isWanted }
     var head: ResponseHead? { state.withLock { $0.head } }
     var delivered: Int { state.withLock { $0.delivered } }
     var prefixChecksum: UInt32 { state.withLock { $0.prefixChecksum } }
