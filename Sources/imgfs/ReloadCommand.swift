@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 
-/// `imgfs reload MOUNTPOINT`: sends a running mount's daemon SIGHUP, waits until it has been handled, and says what
+/// `imgfs reload [MOUNTPOINT]`: sends a running mount's daemon SIGHUP, waits until it has been handled, and says what
 /// the daemon did (see ``HangUpHandler``).
 struct ReloadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,10 +15,10 @@ struct ReloadCommand: ParsableCommand {
             invalid.
             """)
 
-    @Argument(help: "The mount point.")
-    var mountPoint: String
+    @OptionGroup var target: MountArgument
 
     func run() throws {
+        let mountPoint = try target.resolved()
         let before = try Self.status(of: mountPoint)
         guard let pid = before["pid"] as? Int, pid > 0, let reload = before["reload"] as? [String: Any] else {
             throw ValidationError("\(mountPoint): no daemon pid or reload state in its .imgfs/stats.json")

@@ -18,12 +18,11 @@ struct WhyCommand: ParsableCommand {
     @Argument(help: "http or https URLs, as given to imgfs path.")
     var urls: [String]
 
-    @Option(help: "The mount point (default: every imgfs mount found).")
+    @Option(help: "The mount point (default: your one imgfs mount; with several, name one).")
     var mount: String?
 
     func run() throws {
-        let mounts = mount.map { [URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? MountPoint.imgfsMounts()
-        guard !mounts.isEmpty else { throw ValidationError("no imgfs mount found; pass --mount DIR") }
+        let mountPoint = try MountSelection.resolve(mount)
         var unknown = false
         for text in urls {
             guard let url = try? ImageURL(text) else {
@@ -32,7 +31,7 @@ struct WhyCommand: ParsableCommand {
                 continue
             }
             let name = ImageFilesystem.errorByKeyPrefix + url.cacheKey
-            if let reason = mounts.lazy.compactMap({ MountControl.get(name, on: "\($0)/.imgfs") }).first {
+            if let reason = MountControl.get(name, on: "\(mountPoint)/.imgfs") {
                 print("\(text): \(reason)")
             } else {
                 print("\(text): no failure known (fetched successfully, cached, or not tried yet)")
