@@ -9,7 +9,7 @@ extension ImageRepository {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
             download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { abandoned.mark(url.cacheKey) })
         else { return }
-        logger.info(
+        logger.debug(
             "transfer cancelled: nobody wants it any more and less than half had arrived",
             metadata: ["url": "\(url)"])
     }
