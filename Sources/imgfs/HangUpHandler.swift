@@ -64,6 +64,8 @@ struct HangUpHandler: Sendable {
             let result = policy.reload()
             outcome.append(result.line)
             succeeded = succeeded && result.succeeded
+        } else if !outcome.isEmpty {
+            outcome.append("no --policy-file to reread")
         }
         if outcome.isEmpty {
             logger.notice("SIGHUP: nothing to reload (no --policy-file, and the log goes to standard error)")
