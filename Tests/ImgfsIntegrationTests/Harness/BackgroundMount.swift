@@ -22,7 +22,7 @@ final class BackgroundMount: @unchecked Sendable {
     var logPath: String { "\(cacheDirectory)/imgfs.log" }
 
     init(arguments: [String] = []) throws {
-        root = "/tmp/imgfs-bg-\(getpid())-\(UUID().uuidString.prefix(8))"
+        root = "/tmp/imgfs-test-\(getpid())-bg-\(UUID().uuidString.prefix(8))"
         mountPoint = "\(root)/mnt"
         cacheDirectory = "\(root)/cache"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
