@@ -85,7 +85,8 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
-    @Option(help: "Where the background daemon logs (default: <cache-dir>/imgfs.log).")
+    @Option(
+        help: "Where the background daemon logs (default: <cache-dir>/imgfs.log); reopened on SIGHUP (imgfs reload).")
     var logFile: String?
 
     func validate() throws {
