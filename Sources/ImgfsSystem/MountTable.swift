@@ -1,4 +1,5 @@
-/// The mounts the kernel lists for this process (`/proc/self/mountinfo`): where each is, its device and its type.
+/// The mounts the kernel lists for this process (`/proc/self/mountinfo`): where each is, its device, its type and,
+/// for FUSE, its owner.
 /// Reading the table never touches a mounted file system, so it is safe before a FUSE mount serves.
 ///
 /// Guarantees: mount points come back as the kernel names them, with mountinfo's octal escapes (`\040` for a space,
@@ -12,6 +13,9 @@ public struct MountTable: Sendable {
         public let mountPoint: String
         /// As mount(8) names it: `ext4`, `tmpfs`, `fuse`, `fuse.imgfs`, …
         public let type: String
+        /// The `user_id=` of its super options: for a FUSE mount, the user who mounted it (whose daemon serves it);
+        /// nil when the options carry none.
+        public var userID: UInt32? = nil
 
         /// Whether it is a FUSE file system (`fuse`, or `fuse.SUBTYPE`).
         public var isFUSE: Bool { type == "fuse" || type.hasPrefix("fuse.") }
@@ -29,8 +33,11 @@ public struct MountTable: Sendable {
         entries = mountInfo.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             guard fields.count >= 7, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return nil }
+            let superOptions = dash + 3 < fields.count ? fields[dash + 3].split(separator: ",") : []
+            let userID = superOptions.first { $0.hasPrefix("user_id=") }.flatMap { UInt32($0.dropFirst(8)) }
             return Entry(
-                device: String(fields[2]), mountPoint: Self.unescape(fields[4]), type: String(fields[dash + 1]))
+                device: String(fields[2]), mountPoint: Self.unescape(fields[4]), type: String(fields[dash + 1]),
+                userID: userID)
         }
     }
 

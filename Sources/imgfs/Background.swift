@@ -40,9 +40,12 @@ enum Background {
         throw MountPoint.Unusable(description: "the mount did not come up; last log lines:\n\(tail)")
     }
 
+    /// Whether this process is the daemon started by ``start(mountPoint:logFile:)`` (its output goes to the log file).
+    static var isDaemon: Bool { ProcessInfo.processInfo.environment[marker] == "1" }
+
     /// In the daemon started by ``start(mountPoint:logFile:)``: leaves the terminal's session so its hang-up and
     /// Ctrl-C do not reach the daemon.
     static func detachIfDaemon() {
-        if ProcessInfo.processInfo.environment[marker] == "1" { setsid() }
+        if isDaemon { setsid() }
     }
 }

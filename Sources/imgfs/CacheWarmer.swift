@@ -14,11 +14,12 @@ struct CacheWarmer: Sendable {
     /// Bytes read at a time.
     static let chunkSize = 256 * 1024
 
-    /// Reads the whole file of `text` into `buffer` (at least ``chunkSize`` bytes) and discards it, calling
-    /// `progress` with the size of every chunk read; returns the file's size.
+    /// Reads the whole file of `text` into `buffer` (at least ``chunkSize`` bytes) and discards it, calling `sized`
+    /// with the file's size once it is known (from the response head, or the cached image) and `progress` with the
+    /// size of every chunk read; returns the number of bytes read.
     func warm(
         _ text: String, buffer: UnsafeMutableRawBufferPointer,
-        progress: (Int) -> Void
+        sized: (Int) -> Void = { _ in }, progress: (Int) -> Void
     ) -> Result<Int, PrefetchError> {
         let url: ImageURL
         do {
@@ -31,7 +32,7 @@ struct CacheWarmer: Sendable {
         if case .digest(_, let chunks) = form, let failure = MountPoint.register(chunks: chunks, in: mountPoint) {
             return .failure(.system(failure.errno))
         }
-        let result = read("\(mountPoint)/\(form.relativePath)", into: buffer, progress: progress)
+        let result = read("\(mountPoint)/\(form.relativePath)", into: buffer, sized: sized, progress: progress)
         // The errno alone says little ("Input/output error"): the daemon remembers why (what `imgfs why` prints).
         if case .failure(.system(let code)) = result,
             let reason = MountControl.get(ImageFilesystem.errorByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
@@ -44,12 +45,15 @@ struct CacheWarmer: Sendable {
     /// Reads `path` to its end; the number of bytes, or the errno of the call that failed.
     private func read(
         _ path: String, into buffer: UnsafeMutableRawBufferPointer,
-        progress: (Int) -> Void
+        sized: (Int) -> Void, progress: (Int) -> Void
     ) -> Result<Int, PrefetchError> {
         var descriptor: Int32
         repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
         guard descriptor >= 0 else { return .failure(.system(errno)) }
         defer { close(descriptor) }
+        // The size is the response's Content-Length (fstat waits for the head, or for the whole body without one).
+        var status = stat()
+        if fstat(descriptor, &status) == 0 { sized(Int(status.st_size)) }
         var total = 0
         while true {
             let count = Glibc.read(descriptor, buffer.baseAddress, min(buffer.count, Self.chunkSize))

@@ -46,14 +46,14 @@ struct ListRemoveCommand: ParsableCommand {
     }
 }
 
-/// `imgfs list ls MOUNT`: one line per list, `NAME<TAB>entries`.
+/// `imgfs list ls [MOUNT]`: one line per list, `NAME<TAB>entries`.
 struct ListShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ls", abstract: "Show the lists and their sizes.")
 
-    @Argument(help: "The mount point of a running imgfs mount.") var mountPoint: String
+    @OptionGroup var target: MountArgument
 
     func run() throws {
-        let store = try ListCommand.store(of: mountPoint, command: "ls")
+        let store = try ListCommand.store(of: try target.resolved(), command: "ls")
         let lines = store.names().map { "\($0)\t\(store.list($0)?.entries.count ?? 0)\n" }
         FileHandle.standardOutput.write(Data(lines.joined().utf8))
     }

@@ -85,7 +85,8 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
-    @Option(help: "Where the background daemon logs (default: <cache-dir>/imgfs.log).")
+    @Option(
+        help: "Where the background daemon logs (default: <cache-dir>/imgfs.log); reopened on SIGHUP (imgfs reload).")
     var logFile: String?
 
     func validate() throws {
@@ -105,14 +106,14 @@ struct MountCommand: ParsableCommand {
         try CacheDirectory.create(cacheDirectory)
         // An invalid policy file fails the mount here, on the terminal, with its file, line and reason.
         let hostRules = try requests.hostRules()
+        let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
         if !foreground {
-            let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
             try Background.start(mountPoint: mountPath, logFile: log)
             return
         }
         Background.detachIfDaemon()
         Allocator.keepFreedMemory()
-        if requests.policyFile != nil { PolicyReloader.blockSignal() }
+        HangUpHandler.blockSignal()
         PurgeSignal.blockInThisAndNewThreads()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -124,7 +125,9 @@ struct MountCommand: ParsableCommand {
         logger.info(
             "request rules: \(hostRules.rules.count) policy rules",
             metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
-        let reloader = requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) }
+        let hangUp = HangUpHandler(
+            policy: requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) },
+            logFile: Background.isDaemon ? log.path : nil, logger: logger)
         let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
         var fetcherConfiguration = network.fetcherConfiguration(
             fuseOptions: fuseOptions,
@@ -175,7 +178,7 @@ struct MountCommand: ParsableCommand {
         let filesystem = ImageFilesystem(
             repository: repository, registry: registry,
             placeholder: try requests.placeholderImage(), logger: logger,
-            variants: variants, lists: lists)
+            variants: variants, lists: lists, reloadStatus: hangUp.status)
         // The memory cgroup's limit caps the cache's budget (an eighth of it: transfers, queued disk writes, readers'
         // buffers and the allocator need the rest), and its usage is watched on v1 and v2, where PSI may never fire.
         let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
@@ -203,7 +206,7 @@ struct MountCommand: ParsableCommand {
             fetcher.shutdown()
             throw error
         }
-        reloader?.start()
+        hangUp.start()
         if !noPassthrough && !privileged {
             logger.notice(
                 """

@@ -12,7 +12,8 @@ struct PathCommand: ParsableCommand {
             URLs come from the arguments, or from standard input (one per line) when there are none or the only one \
             is "-". URLs whose percent-encoded form fits in 255 bytes get img/<encoded>. Longer ones get \
             img/+/<chunks> when the whole path fits in 4095 bytes, else img/~<sha256>, which a running mount must \
-            learn first: imgfs registers it with the mount given by --mount, or with every imgfs mount it finds.
+            learn first: imgfs registers it with the mount given by --mount, else with your one imgfs mount (with \
+            several, it asks for --mount; it never uses another user's mount).
             """
     )
 
@@ -33,7 +34,7 @@ struct PathCommand: ParsableCommand {
     @Flag(
         help: """
             Print a file:// URL that browsers load (the % of the encoded name written as %25, so that the name is not \
-            decoded into slashes); implies full paths (--mount, or the one imgfs mount found).
+            decoded into slashes); implies full paths (--mount, or your one imgfs mount).
             """)
     var fileUrl = false
 
@@ -45,15 +46,10 @@ struct PathCommand: ParsableCommand {
         }
     }
 
-    /// The mount point to print paths under: --mount, or with --file-url the only imgfs mount.
+    /// The mount point to print paths under: --mount, or with --file-url the caller's only imgfs mount.
     private func resolvedMount() throws -> String? {
-        if let mount { return URL(fileURLWithPath: mount).standardizedFileURL.path }
-        guard fileUrl else { return nil }
-        let mounts = MountPoint.imgfsMounts()
-        guard mounts.count == 1 else {
-            throw ValidationError("--file-url needs the mount point: pass --mount DIR (\(mounts.count) mounts found)")
-        }
-        return mounts[0]
+        guard mount != nil || fileUrl else { return nil }
+        return try MountSelection.resolve(mount)
     }
 
     private func inputURLs() throws -> [String] {
@@ -70,19 +66,14 @@ struct PathCommand: ParsableCommand {
         return mountPoint.map { "\($0)/\(form.relativePath)" } ?? form.relativePath
     }
 
-    /// The form of `url`'s path; a digest name is registered with the mount (or every mount) first.
+    /// The form of `url`'s path; a digest name is registered first with the mount (--mount, else the caller's one).
     private func registered(_ url: ImageURL, mountPoint: String?) throws -> ImagePath.Form {
         let form = ImagePath.form(for: url, mountPointLength: mountPoint?.utf8.count)
         if case .digest(_, let chunks) = form {
-            let mounts = mountPoint.map { [$0] } ?? MountPoint.imgfsMounts()
-            guard !mounts.isEmpty else {
-                throw ValidationError("this URL needs a running mount to register with; pass --mount DIR")
-            }
-            for mount in mounts {
-                if let failure = MountPoint.register(chunks: chunks, in: mount), !failure.atLast {
-                    throw ValidationError(
-                        "cannot register the URL with \(mount): \(String(cString: strerror(failure.errno)))")
-                }
+            let mount = try mountPoint ?? MountSelection.resolve(nil)
+            if let failure = MountPoint.register(chunks: chunks, in: mount), !failure.atLast {
+                throw ValidationError(
+                    "cannot register the URL with \(mount): \(String(cString: strerror(failure.errno)))")
             }
         }
         return form

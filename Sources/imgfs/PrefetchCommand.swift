@@ -13,7 +13,8 @@ struct PrefetchCommand: ParsableCommand {
         abstract: "Warm a mount's cache: read the file of every URL in a list through the mount.",
         discussion: """
             The list has one URL a line; blank lines and lines starting with # are skipped. Each image is read \
-            whole (fetched, checked and cached) and discarded. On a terminal a progress line is shown on stderr. \
+            whole (fetched, checked and cached) and discarded. On a terminal a progress line is shown on stderr: the \
+            bytes read of those expected, and an ETA by bytes, `unknown` until every file left has a known size. \
             At the end a `failed: <url>: <reason>` line is printed for each failure, then \
             `prefetched N of M images (...), F failed`. Exit status: 0 if all succeeded, 1 if any failed, 2 on a \
             usage error (not a mount, unreadable list).

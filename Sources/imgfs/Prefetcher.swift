@@ -56,7 +56,9 @@ final class Prefetcher: Sendable {
         while true {
             let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < urls.count else { return }
-            let result = warmer.warm(urls[index], buffer: buffer) { tally.add(bytes: $0) }
+            let result = warmer.warm(
+                urls[index], buffer: buffer, sized: { tally.sized(index: index, bytes: $0) },
+                progress: { tally.add(index: index, bytes: $0) })
             if case .failure(let error) = result {
                 tally.finish(index: index, url: urls[index], error: error)
             } else {

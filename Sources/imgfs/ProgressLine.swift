@@ -16,6 +16,17 @@ struct ProgressLine: Equatable, Sendable {
     var bytes: Int
     /// Seconds since the batch started.
     var seconds: Double
+    /// What the bar and the ETA measure.
+    var pace: Pace
+
+    /// What the bar and the ETA measure.
+    enum Pace: Equatable, Sendable {
+        /// Items: each costs about the same (probes that wait for response heads).
+        case items
+        /// Bytes: `expected` is the bytes of the whole batch once every item not finished has a known size, nil
+        /// before; the ETA is then unknown (item counts say nothing of the bytes still to come).
+        case bytes(expected: Int?)
+    }
 
     /// The width of the bar, in characters, when the line has room for it.
     static let barWidth = 24
@@ -24,20 +35,25 @@ struct ProgressLine: Equatable, Sendable {
 
     /// A batch of `total` items of which `done` have finished (`failed` of them unsuccessfully) after `seconds`,
     /// having transferred `bytes`.
-    init(total: Int, done: Int = 0, failed: Int = 0, bytes: Int = 0, seconds: Double = 0) {
+    init(total: Int, done: Int = 0, failed: Int = 0, bytes: Int = 0, seconds: Double = 0, pace: Pace = .items) {
         self.total = total
         self.done = done
         self.failed = failed
         self.bytes = bytes
         self.seconds = seconds
+        self.pace = pace
     }
 
     /// How many items finished successfully.
     var succeeded: Int { max(done - failed, 0) }
 
-    /// The part of the batch finished, from 0 to 1 (1 for an empty batch).
+    /// The part of the batch finished, from 0 to 1 (1 for an empty batch): by bytes when they are all known, else by
+    /// items.
     var fraction: Double {
-        total > 0 ? min(max(Double(done) / Double(total), 0), 1) : 1
+        if case .bytes(let expected?) = pace, expected > 0, done < total {
+            return min(max(Double(bytes) / Double(expected), 0), 1)
+        }
+        return total > 0 ? min(max(Double(done) / Double(total), 0), 1) : 1
     }
 
     /// Bytes per second over the whole batch so far (0 before any time has passed).
@@ -45,20 +61,40 @@ struct ProgressLine: Equatable, Sendable {
         seconds > 0 ? Double(bytes) / seconds : 0
     }
 
-    /// Seconds until the batch ends at the pace of items so far, or nil before any item has finished.
+    /// Seconds until the batch ends at the pace so far: of the bytes still expected at the byte rate so far, or of
+    /// the items left at the item rate so far; nil when unknown (no pace yet, or bytes not all known).
     var remainingSeconds: Double? {
-        guard done > 0, seconds > 0 else { return nil }
-        return seconds / Double(done) * Double(max(total - done, 0))
+        if done >= total { return 0 }
+        switch pace {
+        case .items:
+            guard done > 0, seconds > 0 else { return nil }
+            return seconds / Double(done) * Double(max(total - done, 0))
+        case .bytes(let expected):
+            guard let expected, bytesPerSecond > 0 else { return nil }
+            return Double(max(expected - bytes, 0)) / bytesPerSecond
+        }
+    }
+
+    /// The bytes so far, and of how many when the batch's bytes are known: `3.1 MiB of 28.0 MiB`.
+    private var byteText: String {
+        guard case .bytes(let expected?) = pace else { return Quantity.describe(bytes: bytes) }
+        return "\(Quantity.describe(bytes: bytes)) of \(Quantity.describe(bytes: expected))"
+    }
+
+    /// `ETA 0:07`; `ETA unknown` when the bytes still to come are not known; `ETA --:--` before an item finished.
+    private var etaText: String {
+        if let remainingSeconds { return "ETA \(Self.clock(remainingSeconds))" }
+        if case .bytes = pace { return "ETA unknown" }
+        return "ETA --:--"
     }
 
     /// The line to redraw in place, at most `columns - 1` characters (so that it never wraps), e.g.
-    /// `[##########--------------]  42/100  3.1 MiB  1.25 MiB/s  ETA 0:07  2 failed`.
+    /// `[##########--------------]  42/100  3.1 MiB of 7.4 MiB  1.25 MiB/s  ETA 0:04  2 failed`.
     /// The bar narrows, then goes, then the text is cut when the terminal is narrow.
     func rendered(columns: Int = 80) -> String {
         let counts = "\(done)/\(total)"
         let text = [
-            counts, Quantity.describe(bytes: bytes), Self.rate(bytesPerSecond),
-            "ETA \(remainingSeconds.map(Self.clock) ?? "--:--")", "\(failed) failed"
+            counts, byteText, Self.rate(bytesPerSecond), etaText, "\(failed) failed"
         ].joined(separator: "  ")
         let room = columns - 1
         let barRoom = min(Self.barWidth, room - text.count - 4)

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import ImgfsFuse
 
-/// `imgfs purge MOUNTPOINT [--memory|--disk|--expired]`: empties a running mount's caches (the daemon does it when
+/// `imgfs purge [MOUNTPOINT] [--memory|--disk|--expired]`: empties a running mount's caches (the daemon does it when
 /// `user.imgfs.purge` is set on the mount's `.imgfs/` directory).
 struct PurgeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,13 +24,13 @@ struct PurgeCommand: ParsableCommand {
         }
     }
 
-    @Argument(help: "The mount point.")
-    var mountPoint: String
+    @OptionGroup var target: MountArgument
 
     @Flag(exclusivity: .exclusive)
     var kind: Kind = .memory
 
     func run() throws {
+        let mountPoint = try target.resolved()
         _ = try StatisticsFile.read(mountPoint)
         try MountControl.set("user.imgfs.purge", to: kind.rawValue, on: "\(mountPoint)/.imgfs")
         print(

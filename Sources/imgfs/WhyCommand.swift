@@ -10,20 +10,19 @@ struct WhyCommand: ParsableCommand {
         commandName: "why",
         abstract: "Print why each URL failed in a running mount (what `user.imgfs.error` says), without fetching.",
         discussion: """
-            Prints `<url>: <reason>` for each URL whose last fetch failed (until it is fetched successfully), and \
-            `<url>: no failure known` for the others. Exit status 0 when every URL had a reason, 1 otherwise.
+            Prints `<url>: <reason>` for each URL whose last fetch failed (until it is fetched successfully) or, \
+            under --policy cache-only, that is not cached, and `<url>: no failure known` for the others. Exit status 0 when every URL had a reason, 1 otherwise.
             """
     )
 
     @Argument(help: "http or https URLs, as given to imgfs path.")
     var urls: [String]
 
-    @Option(help: "The mount point (default: every imgfs mount found).")
+    @Option(help: "The mount point (default: your one imgfs mount; with several, name one).")
     var mount: String?
 
     func run() throws {
-        let mounts = mount.map { [URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? MountPoint.imgfsMounts()
-        guard !mounts.isEmpty else { throw ValidationError("no imgfs mount found; pass --mount DIR") }
+        let mountPoint = try MountSelection.resolve(mount)
         var unknown = false
         for text in urls {
             guard let url = try? ImageURL(text) else {
@@ -32,7 +31,7 @@ struct WhyCommand: ParsableCommand {
                 continue
             }
             let name = ImageFilesystem.errorByKeyPrefix + url.cacheKey
-            if let reason = mounts.lazy.compactMap({ MountControl.get(name, on: "\($0)/.imgfs") }).first {
+            if let reason = MountControl.get(name, on: "\(mountPoint)/.imgfs") {
                 print("\(text): \(reason)")
             } else {
                 print("\(text): no failure known (fetched successfully, cached, or not tried yet)")

@@ -24,6 +24,7 @@ struct ProgressLineTests {
         let line = ProgressLine(total: 7)
         #expect(line.remainingSeconds == nil)
         #expect(line.rendered() == "[----------------------]  0/7  0 B  0.00 MiB/s  ETA --:--  0 failed")
+        #expect(ProgressLine(total: 7, pace: .bytes(expected: nil)).rendered().contains("ETA unknown"))
     }
 
     @Test(
@@ -74,5 +75,45 @@ struct ProgressLineTests {
         #expect(ProgressLine.fixed(2, decimals: 1) == "2.0")
         #expect(ProgressLine.fixed(.nan, decimals: 1) == "0.0")
         #expect(ProgressLine.rate(1_572_864) == "1.50 MiB/s")
+    }
+}
+
+@Suite("Progress of imgfs prefetch by bytes")
+struct PrefetchProgressTests {
+    @Test("19 of 20 files done with 28 MiB still arriving: the ETA is the bytes to come at the byte rate")
+    func byBytes() {
+        let mebibyte = 1_048_576
+        let line = ProgressLine(
+            total: 20, done: 19, bytes: 2 * mebibyte, seconds: 2, pace: .bytes(expected: 30 * mebibyte))
+        #expect(line.remainingSeconds == 28)
+        #expect(line.fraction < 0.07, "the bar follows the bytes, not the count")
+        #expect(
+            line.rendered(columns: 120)
+                == "[#---------------------]  19/20  2.0 MiB of 30.0 MiB  1.00 MiB/s  ETA 0:28  0 failed")
+    }
+
+    @Test("while a size is unknown the ETA says unknown")
+    func unknown() {
+        let line = ProgressLine(total: 20, done: 19, bytes: 2_000_000, seconds: 2, pace: .bytes(expected: nil))
+        #expect(line.remainingSeconds == nil)
+        #expect(line.rendered(columns: 120).contains("ETA unknown"))
+        #expect(line.rendered(columns: 120).contains("  1.9 MiB  "), "no total: \(line.rendered(columns: 120))")
+    }
+
+    @Test("the tally knows the batch's bytes only once every file not finished has a size")
+    func tally() {
+        let tally = PrefetchTally(total: 3)
+        tally.sized(index: 0, bytes: 100)
+        tally.add(index: 0, bytes: 100)
+        tally.finish(index: 0, url: "a", error: nil)
+        tally.sized(index: 1, bytes: 5000)
+        tally.add(index: 1, bytes: 1000)
+        #expect(tally.snapshot().pace == .bytes(expected: nil), "the third file has not been opened")
+        tally.sized(index: 2, bytes: 300)
+        #expect(tally.snapshot().pace == .bytes(expected: 5400))
+        tally.add(index: 2, bytes: 10)
+        tally.finish(index: 2, url: "c", error: .system(5))
+        #expect(tally.snapshot().pace == .bytes(expected: 5110), "a failed file counts what was read")
+        #expect(tally.snapshot().bytes == 1110)
     }
 }

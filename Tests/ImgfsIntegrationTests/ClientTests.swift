@@ -99,7 +99,7 @@ struct ClientTests {
             origin.route("/s.png", .ok(icon, contentType: "image/png"))
             for _ in 0..<3 { #expect(PosixFile.read(mount.path(origin.baseURL + "/s.png")) == .success(icon)) }
             #expect(PosixFile.read(mount.path(origin.baseURL + "/gone.png")) == .failure(Errno(ENOENT)))
-            let stats = try sh("'\(MountedImgfs.binary)' stats '\(mount.mountPoint)'")
+            let stats = try sh("'\(MountedImgfs.binary)' stats --json '\(mount.mountPoint)'")
             #expect(stats.status == 0 && stats.output.contains("\"memory_bytes\" : \(icon.count)"))
             #expect(stats.output.contains("\"http_404\" : 1"))
             let metrics = try String(contentsOfFile: mount.mountPoint + "/.imgfs/metrics", encoding: .utf8)

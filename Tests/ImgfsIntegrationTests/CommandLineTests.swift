@@ -69,6 +69,14 @@ struct CommandLineTests {
         }
     }
 
+    @Test("imgfs version prints what imgfs --version prints")
+    func version() throws {
+        let subcommand = try ChildProcess.run(MountedImgfs.binary, ["version"])
+        let flag = try ChildProcess.run(MountedImgfs.binary, ["--version"])
+        #expect(subcommand.status == 0 && flag.status == 0, "\(subcommand.output)")
+        #expect(subcommand.output == flag.output && !flag.output.isEmpty, "\(subcommand.output) vs \(flag.output)")
+    }
+
     @Test("mounting on a directory that is not empty is refused in one line, unless --nonempty")
     func nonEmptyMountPoint() throws {
         let directory = "/tmp/imgfs-nonempty-\(getpid())"

@@ -44,6 +44,8 @@ struct ListEntryTests {
         let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", fixture.mount.mountPoint, gone])
         #expect(why.output.contains("404"), "\(why.output)")
         #expect(PosixFile.read("\(directory)/00001-1.png") == .success(fixture.icons[1]))
+        // The list's counters are updated off the open's thread (with the read-ahead), just after it.
+        Poll.until(timeout: 5) { fixture.counters("mixed")["opens"] == 1 }
         let counters = fixture.counters("mixed")
         #expect(counters["opens"] == 1 && counters["bytes"] == fixture.icons[1].count, "\(counters)")
     }

@@ -6,6 +6,13 @@ extension ImageRepository {
     /// Files the outcome of a transfer into the caches; the transfer stays joinable until that is done.
     func finished(_ download: Download, key: String, fallback: ImageSource?, error: FetchError?) {
         let url = download.url
+        if error == .cancelled {
+            // Normal operation (readers gone, a viewer jumped away from read-ahead): neither a failure nor a warning.
+            state.withLock { $0.counters.cancelled += 1 }
+            logger.debug("transfer called off: nobody wants it any more", metadata: ["url": "\(url)"])
+            endFlight(key, download)
+            return
+        }
         if let error {
             state.withLock { $0.recordFailure(key, error, at: now()) }
             logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])

@@ -9,7 +9,7 @@ extension ImageRepository {
         guard let download = state.withLock({ $0.inFlight[url.cacheKey]?.download }),
             download.cancelIfAbandoned(openHandles: openHandles, beforeCancelling: { abandoned.mark(url.cacheKey) })
         else { return }
-        logger.info(
+        logger.debug(
             "transfer cancelled: nobody wants it any more and less than half had arrived",
             metadata: ["url": "\(url)"])
     }
@@ -37,6 +37,15 @@ extension ImageRepository {
     /// The last failure of the URL cached under `key`, until it is fetched successfully (for `imgfs why`); never
     /// fetches.
     public func lastError(forKey key: String) -> FetchError? { state.withLock { $0.failures.lastError(key) } }
+
+    /// Why the URL cached under `key` cannot be read now, as far as is known without fetching (for `imgfs why`): its
+    /// last failure; else, under `cache-only` without a shared tier, ``FetchError/notCached`` when no cache holds it;
+    /// else nil.
+    public func knownObstacle(forKey key: String) -> FetchError? {
+        if let error = lastError(forKey: key) { return error }
+        guard configuration.policy == .cacheOnly, configuration.sharedTier == nil, !tiers.holds(key) else { return nil }
+        return .notCached
+    }
 
     /// What is known about `url` now, without fetching anything (for extended attributes).
     public func report(_ url: ImageURL) -> ImageReport {

@@ -8,8 +8,10 @@ public struct RepositoryCounters: Codable, Equatable, Sendable {
     public var revalidations = 0
     /// Revalidations answered 304.
     public var notModified = 0
-    /// Failed transfers.
+    /// Failed transfers (a transfer called off is not a failure).
     public var failures = 0
+    /// Transfers called off because nobody wanted them any more (readers gone, read-ahead given up by a jump).
+    public var cancelled = 0
     /// Times an expired copy was served because the origin could not be reached.
     public var staleServed = 0
     /// Reads answered from the disk cache.

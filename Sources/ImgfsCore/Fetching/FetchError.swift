@@ -43,7 +43,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .incomplete(let why): "incomplete body: \(why)"
         case .cancelled: "cancelled"
         case .shutDown: "cancelled: the filesystem is shutting down"
-        case .notCached: "not cached, and the policy is cache-only"
+        case .notCached: "not cached, and the policy (cache-only) forbids the network"
         case .tooLarge(let size?, let limit): "the image is \(size) bytes, over the limit of \(limit) (--max-size)"
         case .tooLarge(nil, let limit): "the body grew over the limit of \(limit) bytes (--max-size)"
         case .notAnImage(let what): "not an image: the body is \(what) (--allow-any-type serves it anyway)"

@@ -39,7 +39,7 @@ extension ImageFilesystem {
         guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }
         if node == .control, name.hasPrefix(Self.errorByKeyPrefix) {
             let key = String(name.dropFirst(Self.errorByKeyPrefix.count))
-            guard let error = repository.lastError(forKey: key) else { return .failure(.noAttribute) }
+            guard let error = repository.knownObstacle(forKey: key) else { return .failure(.noAttribute) }
             return .success(Array(error.description.utf8))
         }
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
@@ -69,7 +69,8 @@ extension ImageFilesystem {
 
     static let attributePrefix = "user.imgfs."
     /// On `.imgfs/`, `user.imgfs.error.<cache key>` is the last failure of the URL with that cache key (SHA-256 of
-    /// ``ImageURL/requestString``): a failed URL has no file to read `user.imgfs.error` from (`imgfs why` asks here).
+    /// ``ImageURL/requestString``), or under `cache-only` that it is not cached: a failed URL has no file to read
+    /// `user.imgfs.error` from (`imgfs why` asks here).
     public static let errorByKeyPrefix = "user.imgfs.error."
     /// On `.imgfs/`, `user.imgfs.content_type.<cache key>` is the Content-Type of the cached image with that key,
     /// answered from the caches without a fetch (`imgfs list add` names entries with it, also with `--no-probe`).

@@ -99,13 +99,14 @@ extension ImageFilesystem {
             let lists: [ReadAhead.Named]?
             let hosts: [HostDirectories.Named]?
             let variants: VariantCounters?
+            let reload: ReloadStatus.Snapshot?
         }
         let document = Document(
             pid: ProcessInfo.processInfo.processIdentifier,
             uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
             placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
             lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics(),
-            variants: variants?.statistics())
+            variants: variants?.statistics(), reload: reloadStatus?.snapshot())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase

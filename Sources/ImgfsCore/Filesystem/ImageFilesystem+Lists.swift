@@ -33,8 +33,10 @@ extension ImageFilesystem {
             lines += [
                 "imgfs_list_opens_total{\(l)} \(c.opens)", "imgfs_list_hits_total{\(l)} \(c.hits)",
                 "imgfs_list_misses_total{\(l)} \(c.misses)", "imgfs_list_bytes_total{\(l)} \(c.bytes)",
+                "imgfs_list_read_ahead_started_total{\(l)} \(c.started)",
                 "imgfs_list_read_ahead_used_total{\(l)} \(c.used)",
-                "imgfs_list_read_ahead_wasted_total{\(l)} \(c.wasted)"
+                "imgfs_list_read_ahead_wasted_total{\(l)} \(c.wasted)",
+                "imgfs_list_read_ahead_pending{\(l)} \(c.pending)"
             ]
         }
         for named in lists.hosts.statistics() {

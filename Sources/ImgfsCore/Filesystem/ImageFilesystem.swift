@@ -73,13 +73,16 @@ public final class ImageFilesystem: Sendable {
     let preloads = PreloadTracker()
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
     let placeholder: Placeholder?
+    /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
+    let reloadStatus: ReloadStatus?
 
     public init(
         repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
         placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,
-        lists: ListDirectories? = nil
+        lists: ListDirectories? = nil, reloadStatus: ReloadStatus? = nil
     ) {
         self.placeholder = placeholder
+        self.reloadStatus = reloadStatus
         self.repository = repository
         self.registry = registry
         self.variants = variants

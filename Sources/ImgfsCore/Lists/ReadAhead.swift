@@ -6,8 +6,10 @@ import Foundation
 /// Guarantees: opening entry i starts (at most once each) the transfers of entries i+1 ... i+depth not cached yet;
 /// opening an entry more than `2 × depth` away from the last opened one of the same list cancels the read-ahead
 /// transfers of that list nobody has opened yet (``Download/cancelIfAbandoned(openHandles:)``: never one someone
-/// waits for); depth 0 does nothing. Counters say how many read-ahead images were used (opened later) or wasted
-/// (given up by a jump before anyone opened them, whether or not their transfer had finished).
+/// waits for); depth 0 does nothing. The read-ahead counters add up: every transfer read-ahead started is, at any
+/// time, exactly one of used (its entry was opened later), wasted (given up by a jump before anyone opened it, whether
+/// or not its transfer had finished) or pending (neither yet), so `started == used + wasted + pending`. An entry that
+/// was cached, or already loading, when its turn came is not started and counts in none of them.
 public final class ReadAhead: Sendable {
     /// Per-list counters.
     public struct Counters: OpenCounting, Sendable, Codable, Equatable {
@@ -17,9 +19,14 @@ public final class ReadAhead: Sendable {
         public var misses = 0
         /// The sizes of the opened images, where known at the open.
         public var bytes = 0
+        /// Read-ahead transfers started.
         public var started = 0
+        /// Of those, the ones whose entry was opened afterwards.
         public var used = 0
+        /// Of those, the ones a jump gave up before their entry was opened.
         public var wasted = 0
+        /// Of those, the ones neither opened nor given up yet.
+        public var pending = 0
     }
 
     private struct ListState {
@@ -56,21 +63,27 @@ public final class ReadAhead: Sendable {
             if let last = entry.last, abs(index - last) > 2 * max(depth, 1) {
                 abandoned = Array(entry.pending.subtracting(ahead))
                 entry.pending.subtract(abandoned)
+                entry.counters.wasted += abandoned.count
             }
             entry.last = index
             let toStart = ahead.filter { $0 != opened && !entry.pending.contains($0) }
-            entry.pending.formUnion(toStart)
+            entry.counters.pending = entry.pending.count
             lists[list.name] = entry
             return (abandoned, toStart)
         }
         for url in abandoned { repository.readerGaveUp(url, openHandles: openHandles(url)) }
-        var started = 0
-        for url in toStart {
-            if case .success(nil) = repository.prepare(url, priority: .readAhead) { started += 1 }
+        // Only a transfer started (or joined) now is read-ahead's: a cached entry is nobody's to use or waste.
+        let started = toStart.filter { url in
+            if case .success(nil) = repository.prepare(url, priority: .readAhead) { return true }
+            return false
         }
         state.withLock { lists in
-            lists[list.name]?.counters.wasted += abandoned.count
-            lists[list.name]?.counters.started += started
+            guard var entry = lists[list.name] else { return }
+            let new = started.filter { !entry.pending.contains($0) }
+            entry.pending.formUnion(new)
+            entry.counters.started += new.count
+            entry.counters.pending = entry.pending.count
+            lists[list.name] = entry
         }
     }
 

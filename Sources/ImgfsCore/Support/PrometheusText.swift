@@ -36,6 +36,9 @@ public enum PrometheusText {
         metric(
             "transfers_joined_total", "counter", "Requests that joined a transfer under way (dedup).",
             [("", counters.joined)])
+        metric(
+            "transfers_cancelled_total", "counter", "Transfers called off because nobody wanted them any more.",
+            [("", counters.cancelled)])
         metric("transfers_in_flight", "gauge", "Transfers under way.", [("", statistics.inFlight)])
         metric(
             "revalidations_total", "counter", "Conditional requests for expired images.", [("", counters.revalidations)]

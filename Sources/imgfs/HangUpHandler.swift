@@ -1,0 +1,90 @@
+import Foundation
+import Glibc
+import ImgfsCore
+import Logging
+
+/// What the daemon does on SIGHUP (which `imgfs reload` sends): rereads the policy file when the mount has one,
+/// reopens its log file when it writes to one (so that logrotate can move it away), and otherwise logs that there is
+/// nothing to reload. It never unmounts.
+///
+/// Guarantees: SIGHUP is blocked in every thread and taken by one thread with sigwait, so it neither interrupts a
+/// FUSE or curl thread nor reaches libfuse's handler (which would unmount); each SIGHUP's outcome is logged and
+/// recorded in `status` (stats.json's `reload`) once it has been carried out.
+struct HangUpHandler: Sendable {
+    let policy: PolicyReloader?
+    /// The log file the daemon's standard output and error go to; nil: the daemon logs to a terminal or pipe (`-f`).
+    let logFile: String?
+    let status: ReloadStatus
+    let logger: Logger
+
+    init(policy: PolicyReloader?, logFile: String?, logger: Logger) {
+        self.policy = policy
+        self.logFile = logFile
+        self.logger = logger
+        status = ReloadStatus(policyFile: policy?.path, logFile: logFile)
+    }
+
+    /// Blocks SIGHUP in the calling thread and the threads it starts later; call before any thread is started.
+    static func blockSignal() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGHUP)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Blocks SIGHUP again (mounting unblocks it) and starts the thread that waits for it.
+    func start() {
+        Self.blockSignal()
+        let thread = Thread { [self] in
+            var waiting = sigset_t()
+            sigemptyset(&waiting)
+            sigaddset(&waiting, SIGHUP)
+            var received: Int32 = 0
+            while sigwait(&waiting, &received) == 0 { reload() }
+        }
+        thread.name = "imgfs-sighup"
+        thread.start()
+    }
+
+    /// Reopens the log file, rereads the policy file, and records what happened.
+    func reload() {
+        var outcome: [String] = []
+        var succeeded = true
+        if let logFile {
+            if let problem = Self.reopen(logFile) {
+                logger.error("SIGHUP: cannot reopen the log file \(logFile): \(problem)")
+                outcome.append("could not reopen the log file \(logFile): \(problem)")
+                succeeded = false
+            } else {
+                logger.notice("SIGHUP: reopened the log file \(logFile)")
+                outcome.append("reopened the log file \(logFile)")
+            }
+        }
+        if let policy {
+            let result = policy.reload()
+            outcome.append(result.line)
+            succeeded = succeeded && result.succeeded
+        } else if !outcome.isEmpty {
+            outcome.append("no --policy-file to reread")
+        }
+        if outcome.isEmpty {
+            logger.notice("SIGHUP: nothing to reload (no --policy-file, and the log goes to standard error)")
+            outcome.append("nothing to reload: no --policy-file, and the daemon logs to its standard error (-f)")
+            succeeded = false
+        }
+        status.record(outcome, succeeded: succeeded)
+    }
+
+    /// Points standard output and error at `path` again (appending, created 0600 when missing); nil, or the reason
+    /// it could not.
+    private static func reopen(_ path: String) -> String? {
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(descriptor) }
+        fflush(nil)
+        guard dup2(descriptor, STDOUT_FILENO) >= 0, dup2(descriptor, STDERR_FILENO) >= 0 else {
+            return String(cString: strerror(errno))
+        }
+        return nil
+    }
+}
