@@ -4,7 +4,8 @@ import Foundation
 
 extension VariantStore {
     /// Joins the production of the variant under `key`, or starts it: the original's metadata first (revalidated when
-    /// expired), then a worker decodes it unless a variant with the same validator is cached already.
+    /// expired), then, unless a variant with the same validator is cached already, the whole original is waited for
+    /// here, outside the pool, and only then is a worker given the variant to decode.
     func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
         let first = state.withLock { state -> Bool in
             state.waiting[key, default: []].append(reply)
@@ -23,17 +24,55 @@ extension VariantStore {
                 if let failure = state.withLock({ $0.failures[key] }), failure.validator == validator {
                     return finish(key, .failure(failure.error))
                 }
-                workers.submit { [self] in produce(size, url, key: key, original: original, validator: validator) }
+                whenOriginalArrived(url) { [self] arrived in
+                    switch arrived {
+                    case .failure(let error):
+                        failed(key, .original(error))
+                    case .success(let body):
+                        workers.submit { [self] in
+                            produce(size, url, key: key, original: original, validator: validator, arrived: body)
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// On a worker: reads the whole original, decodes it and files the variant.
-    private func produce(_ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String) {
+    /// Calls `then` once the whole original is here, without occupying a worker: at once when it is cached, else when
+    /// the transfer under way ends. A transfer that completed hands over its bytes (the memory cache holds the same
+    /// bytes when it could take them), so a worker never fetches what just arrived; a cached original is read by the
+    /// worker itself, so a variant waiting for a worker holds no bytes of a cached original.
+    private func whenOriginalArrived(
+        _ url: ImageURL, then: @escaping @Sendable (Result<ImageSlice?, FetchError>) -> Void
+    ) {
+        repository.resolve(url, refresh: false) { result in
+            switch result {
+            case .failure(let error):
+                then(.failure(error))
+            case .success(.download(let download)):
+                download.whenFinished { error in
+                    if let error { return then(.failure(error)) }
+                    let size = download.currentMetadata?.size ?? 0
+                    then(.success(download.completeBytes.map { ImageSlice($0, size: size, offset: 0, count: size) }))
+                }
+            case .success:
+                then(.success(nil))
+            }
+        }
+    }
+
+    /// On a worker: takes the whole original (`arrived`, else read from the caches), decodes it and files the variant.
+    private func produce(
+        _ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String, arrived: ImageSlice?
+    ) {
         let bytes: ImageSlice
-        switch wholeOriginal(url, size: original.size) {
-        case .failure(let error): return failed(key, .original(error))
-        case .success(let slice): bytes = slice
+        if let arrived, arrived.count == original.size {
+            bytes = arrived
+        } else {
+            switch wholeOriginal(url, size: original.size) {
+            case .failure(let error): return failed(key, .original(error))
+            case .success(let slice): bytes = slice
+            }
         }
         let specification = VariantSpecification(
             longerSide: size, maximumPixels: configuration.maximumPixels,
@@ -66,7 +105,8 @@ extension VariantStore {
         }
     }
 
-    /// The whole original, waited for on this worker (a transfer under way is joined, not repeated).
+    /// The whole original from the caches (``whenOriginalArrived(_:then:)`` waited for it already; only an original
+    /// evicted from every cache since then is fetched again, and waited for on this worker).
     private func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
         let answer = Locked<Result<ImageSlice, FetchError>?>(nil)
         let done = DispatchSemaphore(value: 0)

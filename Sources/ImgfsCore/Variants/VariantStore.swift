@@ -9,8 +9,10 @@ import Logging
 ///   variants.
 /// - One production per size and URL at a time; every caller joins it. The original comes through the
 ///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
-/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread. A queued job holds
-///   no bytes; a running one holds one original, so at most `workers.count` originals are held for decoding at once.
+/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread, and a worker is given
+///   a variant only once its original is complete: no worker waits for the network. A queued job holds no bytes of a
+///   cached original; one whose transfer just completed holds that body (the bytes the memory cache holds, when it
+///   could take them).
 /// - A variant carries a validator made of its size and the original's size, ETag and Last-Modified, and the
 ///   original's expiry. A variant whose original is cached with another validator is made again; an expired one is
 ///   served by stat and read, and revalidated through its original (a 304 renews it) by lookup and open. A refreshed
