@@ -77,14 +77,21 @@ extension VariantStore {
         let specification = VariantSpecification(
             longerSide: size, maximumPixels: configuration.maximumPixels,
             jpegQuality: configuration.jpegQuality)
+        let retry: @Sendable () -> Void = { [self] in
+            workers.submit { [self] in
+                produce(size, url, key: key, original: original, validator: validator, arrived: bytes)
+            }
+        }
         let started = DispatchTime.now().uptimeNanoseconds
-        let made = bytes.withSegments { pieces in
-            if pieces.count == 1 { return maker.makeVariant(of: pieces[0], specification) }
+        let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
+            if pieces.count == 1 { return admitted(pieces[0], specification, retry: retry) }
             var whole = [UInt8]()
             whole.reserveCapacity(bytes.count)
             for piece in pieces { whole.append(contentsOf: piece) }
-            return whole.withUnsafeBytes { maker.makeVariant(of: $0, specification) }
+            return whole.withUnsafeBytes { admitted($0, specification, retry: retry) }
         }
+        // Parked: `retry` submits it again once a decode under way ends.
+        guard let made = outcome else { return }
         let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
         counters.withLock {
             $0.decodeMilliseconds += milliseconds
@@ -93,7 +100,8 @@ extension VariantStore {
         switch made {
         case .failure(let error):
             logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            state.withLock { $0.failures[key] = (error, validator) }
+            // A decode over budget is not remembered: the budget follows the memory cgroup's limit.
+            if case .decodeTooLarge = error {} else { state.withLock { $0.failures[key] = (error, validator) } }
             failed(key, error)
         case .success(let variant):
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
@@ -102,6 +110,30 @@ extension VariantStore {
                 metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
             let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
+        }
+    }
+
+    /// Decodes `original` once ``decodeBudget`` admits its cost: a failure when it can never fit, nil when it is parked
+    /// (`retry` runs when a decode under way ends). Images over `--max-pixels` go to the maker, which refuses them.
+    private func admitted(
+        _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
+        retry: @escaping @Sendable () -> Void
+    ) -> Result<MadeVariant, VariantError>? {
+        let cost = maker.decodeCost(of: original)
+        let pixels = (cost?.width ?? 0).multipliedReportingOverflow(by: cost?.height ?? 0)
+        guard let cost, cost.bytes > 0, !pixels.overflow, pixels.partialValue <= specification.maximumPixels else {
+            return maker.makeVariant(of: original, specification)
+        }
+        let limit = decodeLimit
+        switch decodeBudget.admit(cost.bytes, limit: limit, retry: retry) {
+        case .refused:
+            return .failure(.decodeTooLarge(cost, budget: limit))
+        case .parked:
+            logger.debug("decode parked until another ends: \(cost)")
+            return nil
+        case .admitted:
+            defer { decodeBudget.release(cost.bytes) }
+            return maker.makeVariant(of: original, specification)
         }
     }
 
