@@ -48,6 +48,8 @@ struct ThumbnailDecodeMemoryTests {
         let images = try ThumbnailImages()
         try Self.make(images, "bomb.png", 10000, 10000, options: "[interlace,bitdepth=16]", cast: "ushort")
         try Self.make(images, "bomb.jpg", 10000, 10000, bands: 3, options: "[interlace,Q=95,subsample-mode=off]")
+        try Self.make(images, "bomb.gif", 10000, 10000, bands: 3)
+        try Self.make(images, "bomb.avif", 10000, 10000, bands: 3, options: "[compression=av1]")
         // Interlaced too, but 2400 x 2400 x 4 bands x 2 bytes (x 5/4): 55 MiB, within the 64 MiB budget alone.
         try Self.make(images, "fits.png", 2400, 2400, options: "[interlace,bitdepth=16]", cast: "ushort")
         let png = try images.bytes("bomb.png")
@@ -66,6 +68,7 @@ struct ThumbnailDecodeMemoryTests {
         try withMountedOrigin(["--thumb-workers", "\(workers)", "--max-size", "4M"]) { origin, mount in
             origin.route(prefix: "/bomb.png") { _ in .ok(png, contentType: "image/png") }
             origin.route(prefix: "/bomb.jpg") { _ in .ok(jpeg, contentType: "image/jpeg") }
+            for name in ["bomb.gif", "bomb.avif"] { origin.route("/\(name)", .ok(try images.bytes(name))) }
             origin.route(prefix: "/fits.png") { _ in .ok(fits, contentType: "image/png") }
             let pid = mount.process.pid
             try "\(pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
@@ -87,6 +90,12 @@ struct ThumbnailDecodeMemoryTests {
                     "decode refused: interlaced PNG of 10000 x 10000 pixels needs 953.7 MiB to decode,"
                         + " over the decode budget of 64.0 MiB"), "\(reason)")
             #expect(Self.error(mount.thumbnail(256, bombs[1])).contains("progressive JPEG of 10000 x 10000"))
+            // The other loaders that hold the whole image.
+            for (name, what) in [("bomb.gif", "GIF"), ("bomb.avif", "HEIF")] {
+                let path = mount.thumbnail(256, origin.baseURL + "/" + name)
+                #expect(PosixFile.read(path).map(\.count) == .failure(Errno(EFBIG)), "\(name)")
+                #expect(Self.error(path).contains("decode refused: \(what) of 10000 x 10000"), "\(Self.error(path))")
+            }
             // Two that fit alone, at once: both made, one after the other.
             let two = ParallelThreads.run(2) {
                 PosixFile.read(mount.thumbnail(256, origin.baseURL + "/fits.png?\($0)"))
@@ -117,7 +126,7 @@ struct ThumbnailDecodeMemoryTests {
             // At least one refused production per read (a failure over budget is not remembered: a lookup and the
             // open after it may each make one), and the two that fit made.
             let statistics = mount.statistics()
-            #expect((statistics["variants.failures.decode_memory"] ?? 0) >= 6, "\(statistics)")
+            #expect((statistics["variants.failures.decode_memory"] ?? 0) >= 8, "\(statistics)")
             #expect(statistics["variants.made"] == 2)
         }
     }
