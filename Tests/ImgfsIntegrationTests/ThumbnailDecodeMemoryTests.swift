@@ -6,7 +6,8 @@ import Testing
 
 /// Issue 34, item 5: decode bombs within `--max-pixels`. Images of exactly 100 megapixels whose loaders cannot stream
 /// (interlaced 16-bit PNG, progressive JPEG) are admitted against the decode budget (the memory budget), not decoded
-/// past it; what a big decode frees goes back to the system.
+/// past it; what a big decode frees goes back to the system. The daemon runs in a memory cgroup of the test's own
+/// (v1 on this machine, v2 where its memory controller is delegated).
 @Suite("Thumbnail decode memory", .serialized, .enabled(if: FuseAvailability.available))
 struct ThumbnailDecodeMemoryTests {
     private static let mebibyte = 1 << 20
@@ -43,7 +44,7 @@ struct ThumbnailDecodeMemoryTests {
     /// one at a time.
     @Test(
         "10000 x 10000 interlaced 16-bit PNG and progressive JPEG in a 512 MiB memory cgroup: EFBIG, within the bound",
-        .enabled(if: CgroupV1.ownMemoryGroup != nil))
+        .enabled(if: TestMemoryCgroup.isAvailable))
     func bombsInACgroup() throws {
         let images = try ThumbnailImages()
         try Self.make(images, "bomb.png", 10000, 10000, options: "[interlace,bitdepth=16]", cast: "ushort")
@@ -58,11 +59,9 @@ struct ThumbnailDecodeMemoryTests {
         #expect(try images.sh("vipsheader bomb.png bomb.jpg").contains("10000x10000 ushort, 4 bands, rgb16"))
         #expect(png.count < 2 * Self.mebibyte && jpeg.count < 2 * Self.mebibyte, "\(png.count), \(jpeg.count)")
 
-        let parent = try #require(CgroupV1.ownMemoryGroup)
-        let group = "\(parent)/imgfs-test-\(getpid())-\(UUID().uuidString.prefix(6))"
-        try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
-        defer { Poll.until(interval: 0.05) { rmdir(group) == 0 } }
-        try "512M".write(toFile: group + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)
+        let group = try #require(TestMemoryCgroup.make(limit: 512 * Self.mebibyte))
+        // The group can go once the daemon has exited (withMountedOrigin stops it first).
+        defer { group.remove() }
         let workers = 2
         let maxSize = 4 * Self.mebibyte
         try withMountedOrigin(["--thumb-workers", "\(workers)", "--max-size", "4M"]) { origin, mount in
@@ -71,7 +70,7 @@ struct ThumbnailDecodeMemoryTests {
             for name in ["bomb.gif", "bomb.avif"] { origin.route("/\(name)", .ok(try images.bytes(name))) }
             origin.route(prefix: "/fits.png") { _ in .ok(fits, contentType: "image/png") }
             let pid = mount.process.pid
-            try "\(pid)".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)
+            #expect(group.add(pid), "the daemon moved into \(group.path)")
             #expect(
                 mount.waitForLog { $0.contains("memory cache budget 64.0 MiB (an eighth of the memory cgroup limit)") },
                 "the daemon took the cgroup's limit: \(mount.log.suffix(2000))")
@@ -112,17 +111,14 @@ struct ThumbnailDecodeMemoryTests {
             let bound =
                 program + budget + budget / 8 + workers * (3 * maxSize + 4 * Self.mebibyte + 16 * Self.mebibyte)
                 + budget
-            let usage = (try? String(contentsOfFile: group + "/memory.max_usage_in_bytes", encoding: .utf8)) ?? ""
             print(
                 "decode memory: program \(program >> 20) MiB, peak \(peak >> 20) MiB, bound \(bound >> 20) MiB,"
-                    + " cgroup max usage \((Int(usage.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >> 20) MiB"
-            )
+                    + " cgroup \(group.version) peak usage \((group.peakUsage ?? 0) >> 20) MiB")
             #expect(program > 0 && peak > 0)
             #expect(peak <= bound, "peak RSS \(peak >> 20) MiB over the bound of \(bound >> 20) MiB")
             #expect(mount.process.isRunning, "not OOM-killed")
             #expect(PosixFile.read(mount.path(origin.baseURL + "/fits.png")) == .success(fits), "the mount works")
-            let failures = (try? String(contentsOfFile: group + "/memory.oom_control", encoding: .utf8)) ?? ""
-            #expect(failures.contains("oom_kill 0"), "the kernel killed nothing in the group: \(failures)")
+            #expect(group.oomKills == 0, "the kernel killed nothing in the group")
             // At least one refused production per read (a failure over budget is not remembered: a lookup and the
             // open after it may each make one), and the two that fit made.
             let statistics = mount.statistics()
