@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CVipsShims.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,82 @@ done:
     release(&thumbnail);
     // Frees the per-thread buffers libvips kept for this thread.
     vips_thread_shutdown();
+    // A big decode leaves its freed rows and planes in this thread's heap (hundreds of MB after a 100-megapixel GIF,
+    // below glibc's own trim threshold per arena): they go back to the system now, not at the next purge.
+    if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
     return status;
+}
+
+/// a x b, or INT64_MAX when that overflows (or either is negative).
+static int64_t saturating_product(int64_t a, int64_t b) {
+    int64_t product;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product)) return INT64_MAX;
+    return product;
+}
+
+/// `bytes` x numerator / denominator, saturating.
+static int64_t scaled(int64_t bytes, int64_t numerator, int64_t denominator) {
+    int64_t product = saturating_product(bytes, numerator);
+    return product == INT64_MAX ? INT64_MAX : product / denominator;
+}
+
+/// Whether the header says the image is interlaced (progressive JPEG, Adam7 PNG).
+static int is_interlaced(VipsImage *header) {
+    int interlaced = 0;
+    if (vips_image_get_typeof(header, "interlaced") == 0) return 0;
+    if (vips_image_get_int(header, "interlaced", &interlaced) != 0) return 0;
+    return interlaced != 0;
+}
+
+/// The JPEG's coefficients per pixel x 8: the first component in full, the others as subsampled.
+static int64_t jpeg_coefficients_in_eighths(VipsImage *header, int bands) {
+    const char *subsample = NULL;
+    int64_t chroma = 8;
+    if (vips_image_get_typeof(header, "jpeg-chroma-subsample") != 0
+        && vips_image_get_string(header, "jpeg-chroma-subsample", &subsample) == 0 && subsample != NULL) {
+        if (strcmp(subsample, "4:2:0") == 0) chroma = 2;
+        else if (strcmp(subsample, "4:2:2") == 0) chroma = 4;
+    }
+    return bands <= 1 ? 8 : 8 + (int64_t)(bands - 1) * chroma;
+}
+
+int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decode_cost *cost) {
+    memset(cost, 0, sizeof *cost);
+    const char *loader = vips_foreign_find_load_buffer(data, length);
+    if (loader == NULL) {
+        vips_error_clear();
+        return -1;
+    }
+    if (strcasestr(loader, "svg") != NULL || strcasestr(loader, "pdf") != NULL) return 0;
+    VipsImage *header = vips_image_new_from_buffer(data, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (header == NULL) {
+        vips_error_clear();
+        return -1;
+    }
+    int width = vips_image_get_width(header), height = vips_image_get_page_height(header);
+    int bands = vips_image_get_bands(header);
+    int64_t sample = (int64_t)vips_format_sizeof(vips_image_get_format(header));
+    cost->width = width;
+    cost->height = height;
+    cost->bands = bands;
+    cost->bits = (int)(sample * 8);
+    int64_t pixels = saturating_product(width, height);
+    int64_t whole = saturating_product(saturating_product(pixels, bands), sample);
+    if (strcasestr(loader, "png") != NULL && is_interlaced(header)) {
+        snprintf(cost->what, sizeof cost->what, "interlaced PNG");
+        cost->bytes = scaled(whole, 5, 4);
+    } else if (strcasestr(loader, "jpeg") != NULL && is_interlaced(header)) {
+        snprintf(cost->what, sizeof cost->what, "progressive JPEG");
+        cost->bytes = scaled(saturating_product(pixels, jpeg_coefficients_in_eighths(header, bands)), 2, 8);
+    } else if (strcasestr(loader, "gif") != NULL) {
+        snprintf(cost->what, sizeof cost->what, "GIF");
+        cost->bytes = scaled(saturating_product(pixels, 4), 3, 2);
+    } else if (strcasestr(loader, "heif") != NULL) {
+        snprintf(cost->what, sizeof cost->what, "HEIF");
+        cost->bytes = scaled(whole, 9, 4);
+    }
+    g_object_unref(header);
+    return 0;
 }
 
 void imgfs_vips_free(void *data) {

@@ -4,7 +4,8 @@ import ImgfsCore
 /// Makes variants with libvips (`vips_thumbnail_buffer`: shrink-on-load for JPEG and WebP, EXIF orientation applied,
 /// first page only), converted to sRGB and encoded as JPEG, or PNG when there is transparency.
 ///
-/// Guarantees: thread safe (libvips is; each call uses one libvips thread and frees its buffers before returning);
+/// Guarantees: thread safe (libvips is; each call uses one libvips thread and frees its buffers before returning, and
+/// after an image of 4 megapixels or more the allocator's free memory goes back to the system);
 /// the header is checked against the pixel limit before any pixel is decoded; truncated or corrupt input fails with
 /// the decoder's reason instead of being padded; SVG and PDF are refused, never rasterized; libvips's own operation
 /// cache is off, so nothing decoded outlives a call.
@@ -50,6 +51,18 @@ public struct VipsThumbnailer: VariantMaking {
             let loader = Self.text(&result.loader)
             return .failure(.undecodable(loader.isEmpty ? message : "\(loader): \(message)"))
         }
+    }
+
+    /// The header's estimate of what the decode holds at once (``imgfs_vips_estimate_decode``: interlaced PNG,
+    /// progressive JPEG, GIF, HEIF; 0 bytes for loaders that stream).
+    public func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost? {
+        guard let base = original.baseAddress, original.count > 0 else { return nil }
+        var cost = imgfs_vips_decode_cost()
+        guard imgfs_vips_estimate_decode(base, original.count, &cost) == 0 else { return nil }
+        // Checked before conversion: the C side saturates at INT64_MAX, sizes come from a hostile header.
+        let bytes = cost.bytes >= 0 && cost.bytes <= Int64(Int.max) ? Int(cost.bytes) : Int.max
+        return DecodeCost(
+            bytes: bytes, width: max(0, Int(cost.width)), height: max(0, Int(cost.height)), what: Self.text(&cost.what))
     }
 
     /// A fixed-size C character array as a String (up to its NUL).

@@ -80,6 +80,37 @@ struct VariantStoreTests {
         #expect(store.cachedVariants(128).isEmpty)
     }
 
+    @Test("with one worker, an original still arriving holds no worker: another's variant is made meanwhile")
+    func waitingOutsideThePool() throws {
+        let maker = CountingMaker()
+        var configuration = ImageRepository.Configuration()
+        configuration.limits.requireImage = false
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            configuration: configuration, logger: .init(label: "test"))
+        let store = VariantStore(
+            repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: nil,
+            workers: VariantWorkers(count: 1), configuration: VariantStore.Configuration(),
+            logger: .init(label: "test"))
+        let slow = try ImageURL("http://127.0.0.1/slow.png")
+        let slowReplies = Replies<Result<VariantStore.Variant, VariantError>>()
+        store.variant(256, of: slow, refresh: true) { slowReplies.record($0) }
+        // Its size is known and half of it has arrived: the variant waits for the rest.
+        let observer = fetcher.transfers[0].observer
+        _ = observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: 4, contentType: "image/png"))
+        [UInt8]([1, 2]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        Thread.sleep(forTimeInterval: 0.05)
+        let fastReplies = Replies<Result<VariantStore.Variant, VariantError>>()
+        store.variant(256, of: url, refresh: true) { fastReplies.record($0) }
+        fetcher.respond(1, body: [7, 7, 7])
+        #expect((try? wait(fastReplies, count: 1).first?.get()) != nil, "made while the other original arrives")
+        #expect(slowReplies.all.isEmpty && maker.calls.withLock { $0.map(\.bytes) } == [[7, 7, 7]])
+        [UInt8]([3, 4]).withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        observer.transferDidComplete(error: nil)
+        #expect((try? wait(slowReplies, count: 1).first?.get()) != nil)
+        #expect(maker.calls.withLock { $0.map(\.bytes) } == [[7, 7, 7], [1, 2, 3, 4]])
+    }
+
     @Test("a decoder failure is answered to every waiter, cached nowhere, remembered while the original is the same")
     func failure() throws {
         let maker = CountingMaker { _, _ in .failure(.undecodable("broken")) }

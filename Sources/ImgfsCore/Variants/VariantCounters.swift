@@ -9,7 +9,8 @@ public struct VariantCounters: Codable, Equatable, Sendable {
     public var servedFromMemory = 0
     /// Reads of variants answered from the variants' disk cache (the variant is then moved to memory).
     public var servedFromDisk = 0
-    /// Productions that failed, by reason: `original`, `too_many_pixels`, `undecodable`, `not_raster`.
+    /// Productions that failed, by reason: `original`, `too_many_pixels`, `decode_memory`, `undecodable`,
+    /// `not_raster`.
     public var failures: [String: Int] = [:]
     /// Time the workers spent decoding and encoding, successful or not, in milliseconds.
     public var decodeMilliseconds = 0
@@ -26,6 +27,7 @@ extension VariantError {
         switch self {
         case .original: "original"
         case .tooManyPixels: "too_many_pixels"
+        case .decodeTooLarge: "decode_memory"
         case .undecodable: "undecodable"
         case .notRaster: "not_raster"
         }
@@ -44,7 +46,7 @@ extension VariantCounters {
             [("{tier=\"memory\"}", counters.servedFromMemory), ("{tier=\"disk\"}", counters.servedFromDisk)])
         metric(
             "variants_failures_total", "counter", "Variant productions that failed, by reason.",
-            ["original", "too_many_pixels", "undecodable", "not_raster"].map {
+            ["original", "too_many_pixels", "decode_memory", "undecodable", "not_raster"].map {
                 ("{reason=\"\($0)\"}", counters.failures[$0] ?? 0)
             })
         metric(

@@ -4,6 +4,9 @@ public enum VariantError: Error, Equatable, Sendable, CustomStringConvertible {
     case original(FetchError)
     /// The original's header announces more pixels than `--max-pixels` (a decompression bomb); nothing was decoded.
     case tooManyPixels(width: Int, height: Int, limit: Int)
+    /// Decoding it would hold more memory at once than the decode budget allows (``DecodeBudget``); nothing was
+    /// decoded.
+    case decodeTooLarge(DecodeCost, budget: Int)
     /// The decoder could not make an image of it (corrupt, truncated, unknown format); the text is the decoder's.
     case undecodable(String)
     /// A vector or document format (SVG, PDF), which imgfs does not rasterize; the text names it.
@@ -14,17 +17,20 @@ public enum VariantError: Error, Equatable, Sendable, CustomStringConvertible {
         case .original(let error): "the original failed: \(error)"
         case .tooManyPixels(let width, let height, let limit):
             "decompression bomb refused: \(width) x \(height) pixels is over the limit of \(limit) (--max-pixels)"
+        case .decodeTooLarge(let cost, let budget):
+            "decode refused: \(cost), over the decode budget of \(Quantity.describe(bytes: budget))"
+                + " (the memory budget: --memory-limit, at most an eighth of the memory cgroup's limit)"
         case .undecodable(let reason): "cannot decode the original: \(reason)"
         case .notRaster(let what): "not rasterized: \(what)"
         }
     }
 
-    /// What the filesystem reports: the original's error for a failed original, EFBIG for a bomb, EIO for an
-    /// undecodable image, EMEDIUMTYPE for a format that is not rasterized.
+    /// What the filesystem reports: the original's error for a failed original, EFBIG for a bomb or a decode over
+    /// budget, EIO for an undecodable image, EMEDIUMTYPE for a format that is not rasterized.
     public var filesystemError: FilesystemError {
         switch self {
         case .original(let error): error.filesystemError
-        case .tooManyPixels: .fileTooLarge
+        case .tooManyPixels, .decodeTooLarge: .fileTooLarge
         case .undecodable: .ioFailure
         case .notRaster: .notAnImage
         }

@@ -11,6 +11,38 @@ public protocol VariantMaking: Sendable {
         of original: UnsafeRawBufferPointer, _ specification: VariantSpecification
     )
         -> Result<MadeVariant, VariantError>
+
+    /// What decoding `original` holds in memory at once where the decoder cannot stream, from its header alone (no
+    /// pixel decoded); nil when the header cannot be read (``makeVariant(of:_:)`` then says why).
+    func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost?
+}
+
+extension VariantMaking {
+    /// A maker that states no cost: every decode streams.
+    public func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost? { nil }
+}
+
+/// The memory a decode holds at once for the whole image, where the decoder cannot stream it row by row
+/// (interlaced PNG, progressive JPEG, GIF, HEIF), estimated from the header.
+public struct DecodeCost: Equatable, Sendable, CustomStringConvertible {
+    /// Bytes held at once; 0 when the decoder streams (it then keeps a few rows).
+    public var bytes: Int
+    public var width: Int
+    public var height: Int
+    /// What cannot stream ("interlaced PNG"); empty when it streams.
+    public var what: String
+
+    public init(bytes: Int, width: Int, height: Int, what: String) {
+        self.bytes = bytes
+        self.width = width
+        self.height = height
+        self.what = what
+    }
+
+    public var description: String {
+        let needs = Quantity.describe(bytes: bytes)
+        return "\(what.isEmpty ? "image" : what) of \(width) x \(height) pixels needs \(needs) to decode"
+    }
 }
 
 /// What variant to make.

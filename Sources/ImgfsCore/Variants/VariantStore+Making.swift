@@ -4,7 +4,8 @@ import Foundation
 
 extension VariantStore {
     /// Joins the production of the variant under `key`, or starts it: the original's metadata first (revalidated when
-    /// expired), then a worker decodes it unless a variant with the same validator is cached already.
+    /// expired), then, unless a variant with the same validator is cached already, the whole original is waited for
+    /// here, outside the pool, and only then is a worker given the variant to decode.
     func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
         let first = state.withLock { state -> Bool in
             state.waiting[key, default: []].append(reply)
@@ -23,29 +24,74 @@ extension VariantStore {
                 if let failure = state.withLock({ $0.failures[key] }), failure.validator == validator {
                     return finish(key, .failure(failure.error))
                 }
-                workers.submit { [self] in produce(size, url, key: key, original: original, validator: validator) }
+                whenOriginalArrived(url) { [self] arrived in
+                    switch arrived {
+                    case .failure(let error):
+                        failed(key, .original(error))
+                    case .success(let body):
+                        workers.submit { [self] in
+                            produce(size, url, key: key, original: original, validator: validator, arrived: body)
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// On a worker: reads the whole original, decodes it and files the variant.
-    private func produce(_ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String) {
+    /// Calls `then` once the whole original is here, without occupying a worker: at once when it is cached, else when
+    /// the transfer under way ends. A transfer that completed hands over its bytes (the memory cache holds the same
+    /// bytes when it could take them), so a worker never fetches what just arrived; a cached original is read by the
+    /// worker itself, so a variant waiting for a worker holds no bytes of a cached original.
+    private func whenOriginalArrived(
+        _ url: ImageURL, then: @escaping @Sendable (Result<ImageSlice?, FetchError>) -> Void
+    ) {
+        repository.resolve(url, refresh: false) { result in
+            switch result {
+            case .failure(let error):
+                then(.failure(error))
+            case .success(.download(let download)):
+                download.whenFinished { error in
+                    if let error { return then(.failure(error)) }
+                    let size = download.currentMetadata?.size ?? 0
+                    then(.success(download.completeBytes.map { ImageSlice($0, size: size, offset: 0, count: size) }))
+                }
+            case .success:
+                then(.success(nil))
+            }
+        }
+    }
+
+    /// On a worker: takes the whole original (`arrived`, else read from the caches), decodes it and files the variant.
+    private func produce(
+        _ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String, arrived: ImageSlice?
+    ) {
         let bytes: ImageSlice
-        switch wholeOriginal(url, size: original.size) {
-        case .failure(let error): return failed(key, .original(error))
-        case .success(let slice): bytes = slice
+        if let arrived, arrived.count == original.size {
+            bytes = arrived
+        } else {
+            switch wholeOriginal(url, size: original.size) {
+            case .failure(let error): return failed(key, .original(error))
+            case .success(let slice): bytes = slice
+            }
         }
         let specification = VariantSpecification(
             longerSide: size, maximumPixels: configuration.maximumPixels,
             jpegQuality: configuration.jpegQuality)
+        let retry: @Sendable () -> Void = { [self] in
+            workers.submit { [self] in
+                produce(size, url, key: key, original: original, validator: validator, arrived: bytes)
+            }
+        }
         let started = DispatchTime.now().uptimeNanoseconds
-        let made = bytes.withSegments { pieces in
-            if pieces.count == 1 { return maker.makeVariant(of: pieces[0], specification) }
+        let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
+            if pieces.count == 1 { return admitted(pieces[0], specification, retry: retry) }
             var whole = [UInt8]()
             whole.reserveCapacity(bytes.count)
             for piece in pieces { whole.append(contentsOf: piece) }
-            return whole.withUnsafeBytes { maker.makeVariant(of: $0, specification) }
+            return whole.withUnsafeBytes { admitted($0, specification, retry: retry) }
         }
+        // Parked: `retry` submits it again once a decode under way ends.
+        guard let made = outcome else { return }
         let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
         counters.withLock {
             $0.decodeMilliseconds += milliseconds
@@ -54,7 +100,8 @@ extension VariantStore {
         switch made {
         case .failure(let error):
             logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            state.withLock { $0.failures[key] = (error, validator) }
+            // A decode over budget is not remembered: the budget follows the memory cgroup's limit.
+            if case .decodeTooLarge = error {} else { state.withLock { $0.failures[key] = (error, validator) } }
             failed(key, error)
         case .success(let variant):
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
@@ -66,7 +113,32 @@ extension VariantStore {
         }
     }
 
-    /// The whole original, waited for on this worker (a transfer under way is joined, not repeated).
+    /// Decodes `original` once ``decodeBudget`` admits its cost: a failure when it can never fit, nil when it is parked
+    /// (`retry` runs when a decode under way ends). Images over `--max-pixels` go to the maker, which refuses them.
+    private func admitted(
+        _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
+        retry: @escaping @Sendable () -> Void
+    ) -> Result<MadeVariant, VariantError>? {
+        let cost = maker.decodeCost(of: original)
+        let pixels = (cost?.width ?? 0).multipliedReportingOverflow(by: cost?.height ?? 0)
+        guard let cost, cost.bytes > 0, !pixels.overflow, pixels.partialValue <= specification.maximumPixels else {
+            return maker.makeVariant(of: original, specification)
+        }
+        let limit = decodeLimit
+        switch decodeBudget.admit(cost.bytes, limit: limit, retry: retry) {
+        case .refused:
+            return .failure(.decodeTooLarge(cost, budget: limit))
+        case .parked:
+            logger.debug("decode parked until another ends: \(cost)")
+            return nil
+        case .admitted:
+            defer { decodeBudget.release(cost.bytes) }
+            return maker.makeVariant(of: original, specification)
+        }
+    }
+
+    /// The whole original from the caches (``whenOriginalArrived(_:then:)`` waited for it already; only an original
+    /// evicted from every cache since then is fetched again, and waited for on this worker).
     private func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
         let answer = Locked<Result<ImageSlice, FetchError>?>(nil)
         let done = DispatchSemaphore(value: 0)

@@ -9,12 +9,17 @@ import Logging
 ///   variants.
 /// - One production per size and URL at a time; every caller joins it. The original comes through the
 ///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
-/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread. A queued job holds
-///   no bytes; a running one holds one original, so at most `workers.count` originals are held for decoding at once.
+/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread, and a worker is
+///   given a variant only once its original is complete: no worker waits for the network. A queued job holds no bytes
+///   of a cached original; one whose transfer just completed holds that body (the bytes the memory cache holds, when
+///   it could take them).
 /// - A variant carries a validator made of its size and the original's size, ETag and Last-Modified, and the
 ///   original's expiry. A variant whose original is cached with another validator is made again; an expired one is
 ///   served by stat and read, and revalidated through its original (a 304 renews it) by lookup and open. A refreshed
 ///   original (``originalChanged(_:)``) drops its variants.
+/// - A decode that cannot stream (interlaced PNG, progressive JPEG, GIF, HEIF) is admitted only while the estimates of
+///   such decodes under way, its own included, stay within ``decodeLimit`` (``DecodeBudget``); one that can never fit
+///   fails with ``VariantError/decodeTooLarge(_:budget:)``, one that fits later is parked off the workers.
 /// - Nothing incomplete is served or cached: a variant is stored only once it is fully encoded. A failure is
 ///   answered with its error; a decoder's failure is remembered while the original keeps its validator.
 /// - Its memory cache and disk cache are its own: variants never show up among the repository's images.
@@ -76,6 +81,8 @@ public final class VariantStore: Sendable {
     let keys = Locked<[VariantID: String]>([:])
     /// What the store did (``statistics()``).
     let counters = Locked(VariantCounters())
+    /// The decodes that cannot stream, admitted against ``decodeLimit``.
+    let decodeBudget = DecodeBudget()
     /// Disk writes of variants, one at a time, off the workers.
     let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
@@ -103,6 +110,10 @@ public final class VariantStore: Sendable {
     func replaced(_ size: Int, _ url: ImageURL) {
         replacedHandler.withLock { $0 }?(size, url)
     }
+
+    /// The memory the decodes that cannot stream may hold together: the images' memory budget as it is now
+    /// (`--memory-limit`, at most an eighth of the memory cgroup's limit), so that it shrinks with the cgroup.
+    public var decodeLimit: Int { repository.tiers.memory.budget }
 
     /// Whether `size` is one of the configured sizes.
     public func allows(_ size: Int) -> Bool { configuration.sizes.contains(size) }
