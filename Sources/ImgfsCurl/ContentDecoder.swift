@@ -6,11 +6,11 @@ import ImgfsCore
 ///
 /// Guarantees: ``isFinished`` is true only when the stream ended properly (gzip: its trailer was read) and nothing
 /// followed it; corrupt data, or bytes after the end, make ``feed(_:_:)`` return false.
-final class ContentDecoder {
+public final class ContentDecoder {
     private let decoder: OpaquePointer
 
     /// A decoder for the Content-Encoding `encoding`, or nil when imgfs does not decode it.
-    init?(encoding: String) {
+    public init?(encoding: String) {
         let kind: Int32
         switch encoding {
         case "gzip", "x-gzip": kind = Int32(IMGFS_DECODER_GZIP)
@@ -26,7 +26,7 @@ final class ContentDecoder {
 
     /// Decodes `bytes`, handing each decoded piece to `output` (which returns false to stop); returns false when the
     /// data is corrupt or `output` stopped.
-    func feed(_ bytes: UnsafeRawBufferPointer, _ output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+    public func feed(_ bytes: UnsafeRawBufferPointer, _ output: (UnsafeRawBufferPointer) -> Bool) -> Bool {
         withoutActuallyEscaping(output) { output in
             var sink = output
             return withUnsafeMutablePointer(to: &sink) { context in
@@ -36,7 +36,25 @@ final class ContentDecoder {
     }
 
     /// Whether the compressed stream reached its end.
-    var isFinished: Bool { imgfs_decoder_finished(decoder) != 0 }
+    public var isFinished: Bool { imgfs_decoder_finished(decoder) != 0 }
+}
+
+extension ContentDecoder {
+    /// Whether `bytes` start like a gzip stream (its magic number).
+    public static func isGzip(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x1f, 0x8b]) }
+
+    /// The decompressed bytes of the whole gzip stream `bytes`, or nil when it is corrupt or cut short.
+    public static func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
+        guard let decoder = ContentDecoder(encoding: "gzip") else { return nil }
+        var output: [UInt8] = []
+        let fed = bytes.withUnsafeBytes { input in
+            decoder.feed(input) { piece in
+                output.append(contentsOf: piece)
+                return true
+            }
+        }
+        return fed && decoder.isFinished ? output : nil
+    }
 }
 
 private let decodedOutput: imgfs_decoder_output = { context, data, count in

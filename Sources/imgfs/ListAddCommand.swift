@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImgfsCore
+import ImgfsCurl
 import ImgfsFuse
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
@@ -13,12 +14,28 @@ import ImgfsFuse
 struct ListAddCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
-        abstract: "Add (or replace) a list: one URL a line, optionally URL<TAB>file name; # starts a comment."
+        abstract: "Add (or replace) a list from a text, CSV, TSV or JSON Lines file (gzip-compressed or not).",
+        discussion: """
+            Text: one URL a line, optionally URL<TAB>file name; # starts a comment. CSV and TSV: a header row, the URLs \
+            in the column named by --url-column (default url) and entry names in --name-column (default name, if \
+            there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
+            with the same keys. The format follows the file's name (.csv, .tsv, .jsonl, .ndjson, each also with .gz), \
+            else --format, else the first line. Rows without a valid URL are reported by line number and skipped.
+            """
     )
 
     @Argument(help: "The mount point of a running imgfs mount.") var mountPoint: String
     @Argument(help: "The list's name (no '/', no leading '.', at most 200 bytes).") var name: String
     @Argument(help: "The file that lists the URLs; - for standard input.") var file: String
+
+    @Option(help: "text, csv, tsv or jsonl (default: from the file's name, else from its first line).")
+    var format: String?
+
+    @Option(help: "The column (CSV, TSV) or key (JSON Lines) that holds the URLs.")
+    var urlColumn = "url"
+
+    @Option(help: "The column or key that holds entry names (default: name, when there is one).")
+    var nameColumn: String?
 
     @Flag(help: "Do not probe URLs without an image extension (names then have one only when the type is cached).")
     var noProbe = false
@@ -29,11 +46,7 @@ struct ListAddCommand: ParsableCommand {
     func run() throws {
         do { try ListStore.validate(name) } catch { throw ListCommand.usageError(error.description, command: "add") }
         let store = try ListCommand.store(of: mountPoint, command: "add")
-        let text: String
-        do { text = try URLList.readText(from: file) } catch {
-            throw ListCommand.usageError(error.description, command: "add")
-        }
-        let (lines, problems) = ListText.parse(text)
+        let (lines, problems) = try readLines()
         for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
         let unnamed = Array(Set(lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil }))
@@ -50,6 +63,35 @@ struct ListAddCommand: ParsableCommand {
         let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
         print("list \(name): \(list.entries.count) entries\(skipped)")
         if !problems.isEmpty { throw ExitCode.failure }
+    }
+
+    /// The list's valid lines and the rows it skips, from the file in its format (decompressed first when gzip).
+    private func readLines() throws -> (lines: [ListText.Line], problems: [ListText.Problem]) {
+        var bytes: [UInt8]
+        do { bytes = try URLList.readBytes(from: file) } catch {
+            throw ListCommand.usageError(error.description, command: "add")
+        }
+        if ContentDecoder.isGzip(bytes) {
+            guard let plain = ContentDecoder.gunzip(bytes) else {
+                throw ListCommand.usageError("\(file): a gzip stream that is corrupt or cut short", command: "add")
+            }
+            bytes = plain
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let chosen: ListFormat
+        if let format {
+            guard let named = ListFormat(rawValue: format.lowercased()) else {
+                throw ListCommand.usageError("--format: text, csv, tsv or jsonl, not \(format)", command: "add")
+            }
+            chosen = named
+        } else {
+            chosen = ListFormat.named(by: file) ?? ListFormat.sniff(text, urlColumn: urlColumn)
+        }
+        do {
+            return try ListText.parse(text, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
+        } catch {
+            throw ListCommand.usageError("\(file): \(error.description)", command: "add")
+        }
     }
 }
 

@@ -16,6 +16,11 @@ enum URLList {
 
     /// The whole text of the file at `path`, or of standard input when `path` is `-`.
     static func readText(from path: String) throws(Unreadable) -> String {
+        String(decoding: try readBytes(from: path), as: UTF8.self)
+    }
+
+    /// The whole content of the file at `path`, or of standard input when `path` is `-`.
+    static func readBytes(from path: String) throws(Unreadable) -> [UInt8] {
         guard path != "-" else { return try contents(of: STDIN_FILENO, name: "standard input") }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -34,7 +39,7 @@ enum URLList {
     }
 
     /// Everything `descriptor` holds, read to its end.
-    private static func contents(of descriptor: Int32, name: String) throws(Unreadable) -> String {
+    private static func contents(of descriptor: Int32, name: String) throws(Unreadable) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -43,7 +48,7 @@ enum URLList {
             guard count >= 0 else {
                 throw Unreadable(description: "cannot read the list \(name): \(String(cString: strerror(errno)))")
             }
-            if count == 0 { return String(decoding: bytes, as: UTF8.self) }
+            if count == 0 { return bytes }
             bytes += chunk[..<count]
         }
     }
