@@ -29,8 +29,9 @@ public final class FuseMount {
     /// With `passthrough` requested, opens of images whose whole body is in a file (``KernelReadableBody``) are
     /// answered so that the kernel reads that file by itself. A `readAheadKiB` above 0 sets the kernel's read-ahead
     /// for the mount's files (``KernelReadAhead``); without the privilege to, the kernel's own stays and a notice says
-    /// so. With `directReadsWhileArriving`, a large image opened while it still arrives (and not open elsewhere) is read
-    /// past the page cache, where passthrough serves the opens after it and the kernel lets such files be mapped shared.
+    /// so. With `directReadsWhileArriving`, a large image opened while it still arrives (and not open elsewhere) is
+    /// read past the page cache, where passthrough serves the opens after it and the kernel lets such files be
+    /// mapped shared.
     public init(
         filesystem: ImageFilesystem, mountPoint: String, options: [String], maxThreads: Int = 16,
         passthrough: PassthroughAvailability = PassthroughAvailability(requested: false), readAheadKiB: Int = 0,

@@ -28,8 +28,8 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
     private var allocated = 0
     private var mappings: [UnsafeMutableRawBufferPointer] = []
 
-    /// A new empty file in `tmpfs` with `pages` when given and it makes one, a memfd (``PageSize/small``) otherwise; nil
-    /// when the system refused both.
+    /// A new empty file in `tmpfs` with `pages` when given and it makes one, a memfd (``PageSize/small``) otherwise;
+    /// nil when the system refused both.
     public init?(in tmpfs: PrivateTmpfs? = nil, pages: PageSize = .large) {
         if pages != .small, let descriptor = tmpfs?.makeFile() {
             self.descriptor = descriptor

@@ -16,9 +16,9 @@ struct ListAddCommand: ParsableCommand {
         commandName: "add",
         abstract: "Add (or replace) a list from a text, CSV, TSV or JSON Lines file (gzip-compressed or not).",
         discussion: """
-            Text: one URL a line, optionally URL<TAB>file name; # starts a comment. CSV and TSV: a header row, the URLs \
-            in the column named by --url-column (default url) and entry names in --name-column (default name, if \
-            there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
+            Text: one URL a line, optionally URL<TAB>file name; # starts a comment. CSV and TSV: a header row, the \
+            URLs in the column named by --url-column (default url) and entry names in --name-column (default name, \
+            if there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
             with the same keys. The format follows the file's name (.csv, .tsv, .jsonl, .ndjson, each also with .gz), \
             else --format, else the first line. Rows without a valid URL are reported by line number and skipped.
             """

@@ -11,7 +11,8 @@ struct WhyCommand: ParsableCommand {
         abstract: "Print why each URL failed in a running mount (what `user.imgfs.error` says), without fetching.",
         discussion: """
             Prints `<url>: <reason>` for each URL whose last fetch failed (until it is fetched successfully) or, \
-            under --policy cache-only, that is not cached, and `<url>: no failure known` for the others. Exit status 0 when every URL had a reason, 1 otherwise.
+            under --policy cache-only, that is not cached, and `<url>: no failure known` for the others. Exit status \
+            0 when every URL had a reason, 1 otherwise.
             """
     )
 

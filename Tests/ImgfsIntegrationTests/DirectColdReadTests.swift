@@ -3,9 +3,10 @@ import Glibc
 import ImgfsTestSupport
 import Testing
 
-/// A large image opened while it still arrives, and open nowhere else, is read past the kernel's page cache (direct_io):
-/// each byte goes once from imgfs into the reader's buffer. Proven by rereading through the same descriptor while the
-/// daemon is stopped (SIGSTOP): a page-cache open finishes from the kernel's pages, a direct one waits for imgfs.
+/// A large image opened while it still arrives, and open nowhere else, is read past the kernel's page cache
+/// (direct_io): each byte goes once from imgfs into the reader's buffer. Proven by rereading through the same
+/// descriptor while the daemon is stopped (SIGSTOP): a page-cache open finishes from the kernel's pages, a direct one
+/// waits for imgfs.
 @Suite("Direct reads of images still arriving", .serialized, .enabled(if: FuseAvailability.available))
 struct DirectColdReadTests {
     /// A slow origin: the image takes about `seconds` to arrive, so the test's open finds it arriving.
