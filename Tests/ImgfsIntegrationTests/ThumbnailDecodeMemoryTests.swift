@@ -12,15 +12,6 @@ import Testing
 struct ThumbnailDecodeMemoryTests {
     private static let mebibyte = 1 << 20
 
-    /// `VmRSS` or `VmHWM` of `pid` in bytes (-1 when unreadable).
-    private static func status(_ pid: pid_t, _ field: String) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") }),
-            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return -1 }
-        return kib * 1024
-    }
-
     /// `user.imgfs.error` of a file.
     private static func error(_ path: String) -> String {
         let arguments = ["--absolute-names", "--only-values", "-n", "user.imgfs.error", path]
@@ -74,7 +65,7 @@ struct ThumbnailDecodeMemoryTests {
             #expect(
                 mount.waitForLog { $0.contains("memory cache budget 64.0 MiB (an eighth of the memory cgroup limit)") },
                 "the daemon took the cgroup's limit: \(mount.log.suffix(2000))")
-            let program = Self.status(pid, "VmRSS")
+            let program = ProcessStatus.bytes(pid, "VmRSS")
             try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
             let bombs = ["/bomb.png", "/bomb.jpg"].map { origin.baseURL + $0 }
             // One at a time, then two at once (other URLs: new productions).
@@ -103,7 +94,7 @@ struct ThumbnailDecodeMemoryTests {
                 let path = try images.write(try result.get(), "made.png")
                 #expect(try images.identify(path) == "PNG 256 256")
             }
-            let peak = Self.status(pid, "VmHWM")
+            let peak = ProcessStatus.bytes(pid, "VmHWM")
             // The documented bound (docs/SEMANTICS.md, Memory): the program, the images' budget and the variants'
             // (an eighth of it), per worker 3 x --max-size + 4 MiB + libvips's rows (16 MiB), and the decode budget
             // (the images' budget again).
@@ -137,12 +128,12 @@ struct ThumbnailDecodeMemoryTests {
             let url = origin.baseURL + "/big.gif"
             #expect(PosixFile.read(mount.path(url)) == .success(gif))
             let pid = mount.process.pid
-            let before = Self.status(pid, "VmRSS")
+            let before = ProcessStatus.bytes(pid, "VmRSS")
             try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
             let made = try PosixFile.read(mount.thumbnail(256, url)).get()
             #expect(try images.identify(try images.write(made, "t.jpg"), "%w %h") == "256 256")
-            let peak = Self.status(pid, "VmHWM")
-            let after = Self.status(pid, "VmRSS")
+            let peak = ProcessStatus.bytes(pid, "VmHWM")
+            let after = ProcessStatus.bytes(pid, "VmRSS")
             print("big decode: before \(before >> 20) MiB, peak \(peak >> 20) MiB, after \(after >> 20) MiB")
             #expect(peak - before > 256 * Self.mebibyte, "the decode held the frame (peak \(peak >> 20) MiB)")
             #expect(

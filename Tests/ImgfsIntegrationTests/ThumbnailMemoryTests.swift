@@ -10,15 +10,6 @@ import Testing
 struct ThumbnailMemoryTests {
     private static let mebibyte = 1 << 20
 
-    /// `VmRSS` or `VmHWM` of `pid` in bytes (-1 when unreadable).
-    private static func status(_ pid: pid_t, _ field: String) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") }),
-            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return -1 }
-        return kib * 1024
-    }
-
     @Test("16 readers of 16 different 48-megapixel originals' thumbnails: peak RSS within the documented bound")
     func sixteenLargeOriginals() throws {
         let images = try ThumbnailImages()
@@ -39,7 +30,7 @@ struct ThumbnailMemoryTests {
         ])
         defer { mount.stop() }
         let pid = mount.process.pid
-        let program = Self.status(pid, "VmRSS")
+        let program = ProcessStatus.bytes(pid, "VmRSS")
         // The originals are cached first (one in memory at most, the others on disk), as in the benchmark. One at a
         // time: the disk writes queued may hold at most the memory budget, more would not be written.
         for (index, url) in urls.enumerated() {
@@ -50,11 +41,11 @@ struct ThumbnailMemoryTests {
         }
         // The peak is measured from here: clear_refs 5 resets VmHWM to the current RSS.
         try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
-        let before = Self.status(pid, "VmRSS")
+        let before = ProcessStatus.bytes(pid, "VmRSS")
         let results = ParallelThreads.run(16) { index in
             PosixFile.read(mount.thumbnail(256, urls[index]))
         }
-        let peak = Self.status(pid, "VmHWM")
+        let peak = ProcessStatus.bytes(pid, "VmHWM")
         for (index, result) in results.enumerated() {
             #expect(result.map { $0.count > 1000 } == .success(true), "reader \(index): \(result.map(\.count))")
         }

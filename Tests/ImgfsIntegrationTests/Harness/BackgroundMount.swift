@@ -42,10 +42,7 @@ final class BackgroundMount: @unchecked Sendable {
     deinit { stop() }
 
     /// Whether the mount point is an imgfs mount now.
-    var isMounted: Bool {
-        let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").contains { $0.contains(" \(mountPoint) ") && $0.contains(" fuse.imgfs ") }
-    }
+    var isMounted: Bool { ProcessStatus.isImgfsMount(mountPoint) }
 
     /// Whether the daemon process still exists.
     var daemonIsRunning: Bool { pid > 0 && kill(pid, 0) == 0 }

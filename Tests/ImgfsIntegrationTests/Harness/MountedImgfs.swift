@@ -49,10 +49,7 @@ final class MountedImgfs: @unchecked Sendable {
     deinit { stop() }
 
     /// Whether the mount point is an imgfs mount now.
-    var isMounted: Bool {
-        let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").contains { $0.contains(" \(mountPoint) ") && $0.contains(" fuse.imgfs ") }
-    }
+    var isMounted: Bool { ProcessStatus.isImgfsMount(mountPoint) }
 
     /// The daemon's log so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
