@@ -32,8 +32,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         var placement: [Int: Int] = [:]
         /// The admitted transfers, by id (to ask whether they are still wanted).
         var admitted: [Int: CurlTransfer] = [:]
-        /// When the running transfers are next looked at, and those nobody wanted at the last look.
-        var nextReview = ContinuousClock.now
+        /// The running transfers nobody wanted at the last review.
         var unwanted: Set<Int> = []
         /// Admitted transfers on each thread, in all and per host.
         var load: [Int]
@@ -188,13 +187,11 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         state.withLock { _ = $0.placement.removeValue(forKey: id) }
     }
 
-    /// Called by a worker on every turn of its loop (at least once a second): twice a second, admits transfers that
-    /// waited long enough to use the reserve for idle hosts, and, while a transfer someone waits for waits for a place,
-    /// calls off the running transfers nobody wanted at this look and the one before.
+    /// Called by a worker twice a second: admits transfers that waited long enough to use the reserve for idle hosts,
+    /// and, while a transfer someone waits for waits for a place, calls off the running transfers nobody wanted at
+    /// this review and the one before.
     func review(now: ContinuousClock.Instant = .now) {
         let (candidates, woken, refused) = state.withLock { state -> ([CurlTransfer], [Int], [CurlTransfer]) in
-            guard now >= state.nextReview else { return ([], [], []) }
-            state.nextReview = now + .milliseconds(500)
             let (woken, refused) = admit(&state, now: now)
             guard state.queue.hasWaitedItems else {
                 state.unwanted = []

@@ -33,6 +33,8 @@ final class CurlWorker: @unchecked Sendable {
     // Owned by the worker thread:
     private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
     private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
+    /// When worker 0 next asks the fetcher to review admission (twice a second).
+    private var nextReview = ContinuousClock.now
 
     init(index: Int, fetcher: CurlFetcher, configuration: FetcherConfiguration, logger: Logger) {
         self.index = index
@@ -118,7 +120,10 @@ final class CurlWorker: @unchecked Sendable {
             delayed += newlyDelayed
             cancelled.forEach(cancelNow)
             requeueDue()
-            if index == 0 { fetcher.review() }
+            if index == 0, ContinuousClock.now >= nextReview {
+                nextReview = .now + .milliseconds(500)
+                fetcher.review()
+            }
             curl_multi_perform(multi, &stillRunning)
             // Transfers admitted in place of finished ones start at the next perform: do not sleep before it.
             if collectFinished() { continue }
