@@ -39,6 +39,24 @@ struct OutsideNumberPropertyTests {
         }
     }
 
+    @Test("sizes and durations of options and policy files: extreme values are refused, never trap")
+    func quantities() {
+        #expect(Quantity.bytes("64M") == 64 << 20 && Quantity.seconds("24h") == 86400)
+        for text in [String(repeating: "9", count: 400), "9999999999T", "1e400", "nan", "inf", "-1", "1.5.5G"] {
+            #expect(Quantity.bytes(text) == nil, "\(text)")
+            #expect(Quantity.seconds(text) == nil, "\(text)")
+        }
+        #expect(Quantity.seconds(String(repeating: "9", count: 400) + "d") == nil)
+        var generator = Generator(state: 1024)
+        for _ in 0..<20_000 {
+            let text =
+                Self.randomText(&generator) + ["", "K", "M", "G", "T", "s", "m", "h", "d"].randomElement(
+                    using: &generator)!
+            if let bytes = Quantity.bytes(text) { #expect((0...Quantity.maximumBytes).contains(bytes)) }
+            if let seconds = Quantity.seconds(text) { #expect(seconds >= 0 && seconds <= Quantity.maximumSeconds) }
+        }
+    }
+
     @Test("delta-seconds: digits only, capped at 2^31 (RFC 9111), never negative or fractional")
     func deltaSeconds() {
         #expect(DeltaSeconds.parse("120") == 120)
