@@ -37,6 +37,8 @@ public final class Download: TransferObserving, Sendable {
         var handle: (any TransferHandle)?
         var rangeWaiters: [RangeWaiter] = []
         var finishHandlers: [@Sendable (FetchError?) -> Void] = []
+        /// How many of the finish handlers stand for someone waiting for the whole body (a variant's original).
+        var bodyWaiters = 0
         var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
         /// Whether the first bytes were checked to be an image (or need not be).
         var verified = false
@@ -176,24 +178,26 @@ public final class Download: TransferObserving, Sendable {
     /// The response head, if it has arrived.
     public var head: ResponseHead? { state.withLock { $0.head } }
 
-    /// Whether anyone waits for the transfer: a stat or read not yet answered (and not interrupted), or a file handle
-    /// open on the image. A transfer started by a lookup or a stat that has had its answer is wanted by nobody.
+    /// Whether anyone waits for the transfer: a stat or read not yet answered (and not interrupted), someone waiting
+    /// for the whole body (``whenFinished(waiting:_:)``), or a file handle open on the image. A transfer started by a lookup or a stat that has had its answer is wanted by nobody.
     public var isWanted: Bool {
         let waiting = state.withLock { state in
-            state.metadataInterests.contains { $0?.isWithdrawn != true }
+            state.bodyWaiters > 0 || state.metadataInterests.contains { $0?.isWithdrawn != true }
                 || state.rangeWaiters.contains { $0.interest?.isWithdrawn != true }
         }
         return waiting || isHeld()
     }
 
-    /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error.
-    public func whenFinished(_ handler: @escaping @Sendable (FetchError?) -> Void) {
+    /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error. With
+    /// `waiting`, the handler stands for someone who waits for the whole body: the transfer is wanted until it ends.
+    public func whenFinished(waiting: Bool = false, _ handler: @escaping @Sendable (FetchError?) -> Void) {
         let ended: FetchError?? = state.withLock { state in
             switch state.phase {
             case .complete: return .some(nil)
             case .failed(let error, _): return .some(error)
             case .waitingForHead, .receiving:
                 state.finishHandlers.append(handler)
+                if waiting { state.bodyWaiters += 1 }
                 return nil
             }
         }
@@ -343,6 +347,7 @@ public final class Download: TransferObserving, Sendable {
                 state.handle = nil
                 state.rangeWaiters.removeAll()
                 state.finishHandlers.removeAll()
+                state.bodyWaiters = 0
                 state.headWaiters.removeAll()
             }
             let outcome: Result<ImageMetadata, FetchError> =

@@ -50,7 +50,7 @@ extension VariantStore {
             case .failure(let error):
                 then(.failure(error))
             case .success(.download(let download)):
-                download.whenFinished { error in
+                download.whenFinished(waiting: true) { error in
                     if let error { return then(.failure(error)) }
                     let size = download.currentMetadata?.size ?? 0
                     then(.success(download.completeBytes.map { ImageSlice($0, size: size, offset: 0, count: size) }))
