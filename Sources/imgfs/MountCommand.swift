@@ -115,10 +115,12 @@ struct MountCommand: ParsableCommand {
         Allocator.keepFreedMemory()
         HangUpHandler.blockSignal()
         PurgeSignal.blockInThisAndNewThreads()
+        let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            return handler
+            handler.logLevel = level
+            // Signed links' tokens stay out of the log unless it is asked for everything.
+            return level > .debug ? QueryShorteningLogHandler(wrapping: handler) : handler
         }
         let logger = Logger(label: "imgfs")
         ActivePolicy.replace(with: hostRules)
