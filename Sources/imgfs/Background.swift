@@ -57,8 +57,8 @@ enum LogFile {
         var description: String { "cannot open the log file \(path): \(reason)" }
     }
 
-    /// Opens `path` for appending: created 0600 when missing, never through a symbolic link (`O_NOFOLLOW`), and made
-    /// 0600 when it was readable by others. Returns the descriptor.
+    /// Opens `path` for appending: created 0600 when missing, never through a symbolic link (`O_NOFOLLOW`), refused
+    /// when it belongs to another user, and made 0600 when it was readable by others. Returns the descriptor.
     static func open(_ path: String) throws(Unusable) -> Int32 {
         let descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -66,9 +66,11 @@ enum LogFile {
             throw Unusable(path: path, reason: reason)
         }
         var status = stat()
-        if fstat(descriptor, &status) == 0, status.st_mode & 0o077 != 0, status.st_uid == geteuid() {
-            fchmod(descriptor, 0o600)
+        guard fstat(descriptor, &status) == 0, status.st_uid == geteuid() else {
+            close(descriptor)
+            throw Unusable(path: path, reason: "it belongs to user \(status.st_uid), not to this user (\(geteuid()))")
         }
+        if status.st_mode & 0o077 != 0 { fchmod(descriptor, 0o600) }
         return descriptor
     }
 }

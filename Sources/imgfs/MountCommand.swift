@@ -103,7 +103,7 @@ struct MountCommand: ParsableCommand {
     func run() throws {
         let mountPath = try MountPoint.validated(mountPoint, allowNonEmpty: nonempty)
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
-        try CacheDirectory.create(cacheDirectory)
+        try CacheDirectory.prepare(cacheDirectory)
         // An invalid policy file fails the mount here, on the terminal, with its file, line and reason.
         let hostRules = try requests.hostRules()
         let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
