@@ -130,7 +130,12 @@ struct MountCommand: ParsableCommand {
         let hangUp = HangUpHandler(
             policy: requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) },
             logFile: Background.isDaemon ? log.path : nil, logger: logger)
-        let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        var fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        // Other users who can reach the mount get from the kernel what its modes say: they open files by name, and only
+        // the owner lists, evicts and purges (the filesystem checks the caller too).
+        if fuseOptions.contains("allow_other") && !fuseOptions.contains("default_permissions") {
+            fuseOptions.append("default_permissions")
+        }
         var fetcherConfiguration = network.fetcherConfiguration(
             fuseOptions: fuseOptions,
             userAgent: "imgfs/\(Imgfs.version)")
