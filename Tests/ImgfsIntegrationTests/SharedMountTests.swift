@@ -34,7 +34,7 @@ struct SharedMountTests {
 
         let read = try asNobody(["/usr/bin/cmp", file, "\(origin.directory)/a.png"])
         #expect(read.status == 0, "nobody reads the image by its name: \(read.output)")
-        for directory in ["img", "hosts", "lists", "hosts/\(NamespaceOrigin.address):8080"] {
+        for directory in ["img", "hosts", "lists", "hosts/\(NamespaceOrigin.address):8080", "thumb/256"] {
             let ls = try asNobody(["/bin/ls", "\(mount.mountPoint)/\(directory)"])
             #expect(ls.status != 0 && ls.output.contains("Permission denied"), "ls \(directory): \(ls.output)")
             #expect(!ls.output.contains("s3cr3t"))
@@ -51,6 +51,11 @@ struct SharedMountTests {
         #expect(purge.status != 0 && purge.output.contains("Permission denied"), "setfattr: \(purge.output)")
         let command = try asNobody([MountedImgfs.binary, "purge", "--disk", "--mount", mount.mountPoint])
         #expect(command.status != 0 && command.output.contains("Permission denied"), "imgfs purge: \(command.output)")
+        let list = "\(origin.directory)/list.txt"
+        try (url + "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let add = try asNobody([MountedImgfs.binary, "list", "add", mount.mountPoint, "mine", list])
+        #expect(add.status != 0 && add.output.contains("Permission denied"), "imgfs list add: \(add.output)")
+        #expect(listing("\(mount.mountPoint)/lists").isEmpty, "no list was added")
         #expect(listing("\(mount.mountPoint)/img") == [name], "the image is still cached")
         #expect(mount.statistics()["repository.memory_entries"] == 1, "nothing was purged")
 
