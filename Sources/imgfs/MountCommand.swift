@@ -13,7 +13,10 @@ struct MountCommand: ParsableCommand {
     @Argument(help: "An existing, empty directory to mount on.")
     var mountPoint: String
 
-    @Option(help: "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs).")
+    @Option(
+        help: ArgumentHelp(
+            "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs); it must be "
+                + "yours and writable by you alone."))
     var cacheDir: String?
 
     @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
@@ -24,7 +27,10 @@ struct MountCommand: ParsableCommand {
 
     @Option(
         name: .short,
-        help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
+        help: ArgumentHelp(
+            "FUSE mount options, comma separated (e.g. allow_other: other users open files by name, and so make the "
+                + "daemon fetch with its credentials; listing, rm, purge and the statistics stay yours).",
+            valueName: "options"))
     var options: [String] = []
 
     @OptionGroup(title: "Network")
@@ -82,11 +88,16 @@ struct MountCommand: ParsableCommand {
             valueName: "KiB"))
     var kernelReadAhead = 1024
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    @Option(
+        help: ArgumentHelp(
+            "Log level: trace, debug, info, notice, warning, error, critical (below debug, the query strings of "
+                + "logged URLs are shortened)."))
     var logLevel = "info"
 
     @Option(
-        help: "Where the background daemon logs (default: <cache-dir>/imgfs.log); reopened on SIGHUP (imgfs reload).")
+        help: ArgumentHelp(
+            "Where the background daemon logs (default: <cache-dir>/imgfs.log; created 0600, never through a symbolic "
+                + "link); reopened on SIGHUP (imgfs reload)."))
     var logFile: String?
 
     func validate() throws {
