@@ -59,7 +59,9 @@ let package = Package(
             ]
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
-        .testTarget(name: "ImgfsCoreTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"]),
+        .testTarget(
+            name: "ImgfsCoreTests",
+            dependencies: ["ImgfsCore", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims", "ImgfsFuse"]),
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),

@@ -142,8 +142,9 @@ final class FuseOperations: @unchecked Sendable {
                 info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
                 passthrough: operations.passthrough, probe: operations.pageCacheProbe,
                 bypassWhileArriving: operations.bypassesPageCacheWhileArriving)
+            let caller = Request.caller(req!)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
-            operations.filesystem.open(UInt64(inode), forWriting: forWriting, interest: interest) {
+            operations.filesystem.open(UInt64(inode), forWriting: forWriting, caller: caller, interest: interest) {
                 [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else { return }
                 switch result {
@@ -183,7 +184,7 @@ final class FuseOperations: @unchecked Sendable {
         ops.unlink = { req, parent, name in
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name!)).bindMemory(to: UInt8.self))
             let request = Request(req!)
-            switch context(req).filesystem.unlink(parent: UInt64(parent), name: bytes) {
+            switch context(req).filesystem.unlink(parent: UInt64(parent), name: bytes, caller: Request.caller(req!)) {
             case .success: request.succeed()
             case .failure(let error): request.fail(error)
             }
@@ -194,7 +195,7 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.opendir = { req, inode, info in
             let request = Request(req!)
-            switch context(req).filesystem.openDirectory(UInt64(inode)) {
+            switch context(req).filesystem.openDirectory(UInt64(inode), caller: Request.caller(req!)) {
             case .success(let handle):
                 info!.pointee.fh = handle
                 request.reply(open: info!.pointee)
@@ -236,8 +237,7 @@ final class FuseOperations: @unchecked Sendable {
             let bytes = Array(UnsafeRawBufferPointer(start: value, count: size).bindMemory(to: UInt8.self))
             let request = Request(req!)
             switch context(req).filesystem.setExtendedAttribute(
-                UInt64(inode), name: String(cString: name!),
-                value: bytes)
+                UInt64(inode), name: String(cString: name!), value: bytes, caller: Request.caller(req!))
             {
             case .success: request.succeed()
             case .failure(let error): request.fail(error)

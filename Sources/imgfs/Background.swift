@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Glibc
 import ImgfsCore
 
 /// Running the mount in the background: the command starts itself again in the foreground with its output going to
@@ -9,11 +10,7 @@ enum Background {
 
     /// Starts the daemon and waits (up to 15 s) until `mountPoint` is an imgfs mount.
     static func start(mountPoint: String, logFile: URL) throws {
-        if !FileManager.default.fileExists(atPath: logFile.path) {
-            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: logFile)
-        log.seekToEndOfFile()
+        let log = FileHandle(fileDescriptor: try LogFile.open(logFile.path), closeOnDealloc: true)
         let process = Process()
         process.executableURL = URL(
             fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
@@ -47,5 +44,33 @@ enum Background {
     /// Ctrl-C do not reach the daemon.
     static func detachIfDaemon() {
         if isDaemon { setsid() }
+    }
+}
+
+/// The daemon's log file: it holds the URLs the mount fetched and why they failed, so it is its user's alone.
+enum LogFile {
+    /// Why the log file cannot be used.
+    struct Unusable: Error, CustomStringConvertible {
+        let path: String
+        let reason: String
+
+        var description: String { "cannot open the log file \(path): \(reason)" }
+    }
+
+    /// Opens `path` for appending: created 0600 when missing, never through a symbolic link (`O_NOFOLLOW`), refused
+    /// when it belongs to another user, and made 0600 when it was readable by others. Returns the descriptor.
+    static func open(_ path: String) throws(Unusable) -> Int32 {
+        let descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw Unusable(path: path, reason: reason)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_uid == geteuid() else {
+            close(descriptor)
+            throw Unusable(path: path, reason: "it belongs to user \(status.st_uid), not to this user (\(geteuid()))")
+        }
+        if status.st_mode & 0o077 != 0 { fchmod(descriptor, 0o600) }
+        return descriptor
     }
 }

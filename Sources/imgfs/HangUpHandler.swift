@@ -75,11 +75,11 @@ struct HangUpHandler: Sendable {
         status.record(outcome, succeeded: succeeded)
     }
 
-    /// Points standard output and error at `path` again (appending, created 0600 when missing); nil, or the reason
-    /// it could not.
+    /// Points standard output and error at `path` again (``LogFile/open(_:)``: appending, 0600, never through a
+    /// symbolic link); nil, or the reason it could not.
     private static func reopen(_ path: String) -> String? {
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return String(cString: strerror(errno)) }
+        let descriptor: Int32
+        do { descriptor = try LogFile.open(path) } catch { return error.reason }
         defer { close(descriptor) }
         fflush(nil)
         guard dup2(descriptor, STDOUT_FILENO) >= 0, dup2(descriptor, STDERR_FILENO) >= 0 else {

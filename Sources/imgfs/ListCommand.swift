@@ -17,6 +17,11 @@ struct ListCommand: ParsableCommand {
     static func store(of mountPoint: String, command: String) throws -> ListStore {
         let path = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
         guard let directory = MountControl.get("user.imgfs.list_store", on: "\(path)/lists") else {
+            // Another user's mount shared with allow_other: its lists are its owner's.
+            if access("\(path)/lists", R_OK) != 0 && errno == EACCES {
+                throw usageError(
+                    "the lists of \(path) are its owner's: \(String(cString: strerror(EACCES)))", command: command)
+            }
             throw usageError("\(path) is not an imgfs mount with lists", command: command)
         }
         return ListStore(directory: URL(fileURLWithPath: directory))

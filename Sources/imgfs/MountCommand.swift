@@ -13,7 +13,10 @@ struct MountCommand: ParsableCommand {
     @Argument(help: "An existing, empty directory to mount on.")
     var mountPoint: String
 
-    @Option(help: "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs).")
+    @Option(
+        help: ArgumentHelp(
+            "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs); it must be "
+                + "yours and writable by you alone."))
     var cacheDir: String?
 
     @Flag(name: [.short, .customLong("foreground")], help: "Stay in the foreground and log to stderr.")
@@ -24,7 +27,10 @@ struct MountCommand: ParsableCommand {
 
     @Option(
         name: .short,
-        help: ArgumentHelp("FUSE mount options, comma separated (e.g. allow_other).", valueName: "options"))
+        help: ArgumentHelp(
+            "FUSE mount options, comma separated (e.g. allow_other: other users open files by name, and so make the "
+                + "daemon fetch with its credentials; listing, rm, purge and the statistics stay yours).",
+            valueName: "options"))
     var options: [String] = []
 
     @OptionGroup(title: "Network")
@@ -82,11 +88,16 @@ struct MountCommand: ParsableCommand {
             valueName: "KiB"))
     var kernelReadAhead = 1024
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    @Option(
+        help: ArgumentHelp(
+            "Log level: trace, debug, info, notice, warning, error, critical (below debug, the query strings of "
+                + "logged URLs are shortened)."))
     var logLevel = "info"
 
     @Option(
-        help: "Where the background daemon logs (default: <cache-dir>/imgfs.log); reopened on SIGHUP (imgfs reload).")
+        help: ArgumentHelp(
+            "Where the background daemon logs (default: <cache-dir>/imgfs.log; created 0600, never through a symbolic "
+                + "link); reopened on SIGHUP (imgfs reload)."))
     var logFile: String?
 
     func validate() throws {
@@ -103,7 +114,7 @@ struct MountCommand: ParsableCommand {
     func run() throws {
         let mountPath = try MountPoint.validated(mountPoint, allowNonEmpty: nonempty)
         let cacheDirectory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
-        try CacheDirectory.create(cacheDirectory)
+        try CacheDirectory.prepare(cacheDirectory)
         // An invalid policy file fails the mount here, on the terminal, with its file, line and reason.
         let hostRules = try requests.hostRules()
         let log = logFile.map { URL(fileURLWithPath: $0) } ?? cacheDirectory.appendingPathComponent("imgfs.log")
@@ -115,10 +126,12 @@ struct MountCommand: ParsableCommand {
         Allocator.keepFreedMemory()
         HangUpHandler.blockSignal()
         PurgeSignal.blockInThisAndNewThreads()
+        let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            return handler
+            handler.logLevel = level
+            // Signed links' tokens stay out of the log unless it is asked for everything.
+            return level > .debug ? QueryShorteningLogHandler(wrapping: handler) : handler
         }
         let logger = Logger(label: "imgfs")
         ActivePolicy.replace(with: hostRules)
@@ -128,7 +141,12 @@ struct MountCommand: ParsableCommand {
         let hangUp = HangUpHandler(
             policy: requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) },
             logFile: Background.isDaemon ? log.path : nil, logger: logger)
-        let fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        var fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+        // Other users who can reach the mount get from the kernel what its modes say: they open files by name, and only
+        // the owner lists, evicts and purges (the filesystem checks the caller too).
+        if fuseOptions.contains("allow_other") && !fuseOptions.contains("default_permissions") {
+            fuseOptions.append("default_permissions")
+        }
         var fetcherConfiguration = network.fetcherConfiguration(
             fuseOptions: fuseOptions,
             userAgent: "imgfs/\(Imgfs.version)")

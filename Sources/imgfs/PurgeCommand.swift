@@ -31,7 +31,8 @@ struct PurgeCommand: ParsableCommand {
 
     func run() throws {
         let mountPoint = try target.resolved()
-        _ = try StatisticsFile.read(mountPoint)
+        try StatisticsFile.requireMount(mountPoint)
+        // Only the mount's owner and root may purge (others: Permission denied).
         try MountControl.set("user.imgfs.purge", to: kind.rawValue, on: "\(mountPoint)/.imgfs")
         print(
             "imgfs: purged the "

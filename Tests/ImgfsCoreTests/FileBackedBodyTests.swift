@@ -173,7 +173,7 @@ struct FileBackedBodyTests {
             fetcher.respond(index, body: body)
             let inode = try #require(replies.all.first).get().attributes.inode
             let opened = Replies<ImageFilesystem.OpenFile?>()
-            filesystem.open(inode, forWriting: false) { opened.record(try? $0.get()) }
+            filesystem.open(inode, forWriting: false, caller: .root) { opened.record(try? $0.get()) }
             opens.append(try #require(opened.all.first ?? nil))
         }
         #expect(opens[0].kernelReadable?.descriptor == FakeFileMemory.descriptor)

@@ -56,12 +56,12 @@ struct ImageFilesystemTests {
     func failures() throws {
         let entry = try lookupImage("http://127.0.0.1/gone.png").get()
         let opens = Replies<FilesystemError?>()
-        filesystem.open(entry.attributes.inode, forWriting: false) { result in
+        filesystem.open(entry.attributes.inode, forWriting: false, caller: .root) { result in
             if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
         }
         fetcher.transfers[0].observer.transferDidComplete(error: .httpStatus(403))
         #expect(opens.all == [.accessDenied])
-        filesystem.open(entry.attributes.inode, forWriting: true) { result in
+        filesystem.open(entry.attributes.inode, forWriting: true, caller: .root) { result in
             if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
         }
         #expect(opens.all == [.accessDenied, .readOnly])
@@ -72,7 +72,11 @@ struct ImageFilesystemTests {
         let size = ImageFilesystem.preloadLimit + 4096
         let inode = try lookupImage("http://127.0.0.1/large.png").get().attributes.inode
         let opens = Replies<Bool?>()
-        let open = { self.filesystem.open(inode, forWriting: false) { opens.record((try? $0.get())?.arrivingAlone) } }
+        let open = {
+            self.filesystem.open(inode, forWriting: false, caller: .root) {
+                opens.record((try? $0.get())?.arrivingAlone)
+            }
+        }
         open()
         let observer = fetcher.transfers[0].observer
         _ = observer.transferDidReceive(head: ResponseHead(status: 200, contentLength: size, contentType: "image/png"))
@@ -89,7 +93,7 @@ struct ImageFilesystemTests {
         open()  // every byte has arrived (the transfer has not reported its end yet)
         #expect(opens.all == [true, false, true, false])
         let small = try lookupImage("http://127.0.0.1/small.png").get().attributes.inode
-        filesystem.open(small, forWriting: false) { opens.record((try? $0.get())?.arrivingAlone) }
+        filesystem.open(small, forWriting: false, caller: .root) { opens.record((try? $0.get())?.arrivingAlone) }
         let smallObserver = fetcher.transfers[1].observer
         _ = smallObserver.transferDidReceive(
             head: ResponseHead(status: 200, contentLength: 2048, contentType: "image/png"))
@@ -124,7 +128,7 @@ struct ImageFilesystemTests {
         _ = try lookupImage("http://127.0.0.1/b.png").get()
         _ = try lookupImage("http://127.0.0.1/pending.png").get()
         fetcher.respond(0, body: [9])
-        let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
+        let handle = try filesystem.openDirectory(InodeTable.imagesInode, caller: .root).get()
         let names = filesystem.readDirectory(handle, from: 0).map(\.entry.name)
         #expect(names == [".", "..", NameCodec.encode("http://127.0.0.1/b.png")])
         #expect(
@@ -146,7 +150,7 @@ struct ImageFilesystemTests {
             fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
             configuration: .init(), logger: .init(label: "test"))
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
-        let handle = try filesystem.openDirectory(InodeTable.imagesInode).get()
+        let handle = try filesystem.openDirectory(InodeTable.imagesInode, caller: .root).get()
         disk.resetRecordReads()
         var names: [String] = []
         var offset = 0

@@ -72,7 +72,7 @@ struct WaitingLookupTests {
             }
         }
         let opens = Replies<FilesystemError?>()
-        filesystem.open(inode, forWriting: false) { result in
+        filesystem.open(inode, forWriting: false, caller: .root) { result in
             if case .failure(let error) = result { opens.record(error) } else { opens.record(nil) }
         }
         #expect(opens.all == [.fileTooLarge])
@@ -85,8 +85,8 @@ struct WaitingLookupTests {
         fetcher.respond(body: [7, 8, 9])
         let inode = try #require(replies.all.first).get().attributes.inode
         let opens = Replies<ImageFilesystem.OpenFile?>()
-        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
-        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
         #expect(opens.all.count == 2)
         let first = try #require(opens.all[0]?.preload).bytes
         #expect(first.bytes.copyBytes(offset: first.offset, count: first.count) == [7, 8, 9])
@@ -94,7 +94,7 @@ struct WaitingLookupTests {
         filesystem.forget(inode, count: 1)
         lookup("http://127.0.0.1/p.png", replies)
         let again = try #require(replies.all.last).get().attributes.inode
-        filesystem.open(again, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(again, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
         #expect(opens.all.last??.preload != nil, "a new inode gets the bytes again")
     }
 
@@ -119,16 +119,16 @@ struct WaitingLookupTests {
         fetcher.respond(0, body: [1, 2, 3], etag: "\"v1\"")
         let inode = try #require(replies.all.first).get().attributes.inode
         let opens = Replies<ImageFilesystem.OpenFile?>()
-        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
         let old = try #require(opens.all.first??.preload)
         #expect(filesystem.preloadIsCurrent(inode, generation: old.generation))
         clock.advance(120)
-        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
         #expect(fetcher.transfers.count == 2, "the expired copy is revalidated")
         fetcher.respond(1, body: [4, 5, 6], etag: "\"v2\"")
         #expect(!filesystem.preloadIsCurrent(inode, generation: old.generation), "the old bytes must be dropped")
         // That open was answered at the new head, before its body (no preload then); the next one has it.
-        filesystem.open(inode, forWriting: false) { opens.record(try? $0.get()) }
+        filesystem.open(inode, forWriting: false, caller: .root) { opens.record(try? $0.get()) }
         let new = try #require(opens.all.last??.preload).bytes
         #expect(new.bytes.copyBytes(offset: new.offset, count: new.count) == [4, 5, 6])
     }

@@ -163,7 +163,9 @@ extension HostileInputTests {
         let cacheDirectory = "/tmp/imgfs-test-\(getpid())-full-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
-        let mounted = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", cacheDirectory])
+        // mode=0700: imgfs refuses a cache directory others may write to (a tmpfs is 1777 by default).
+        let mounted = try ChildProcess.run(
+            "/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", cacheDirectory])
         try #require(mounted.status == 0, "\(mounted.output)")
         defer { _ = try? ChildProcess.run("/bin/umount", ["-l", cacheDirectory]) }
         let fixture = try ListFixture(cacheDirectory: cacheDirectory)

@@ -205,7 +205,7 @@ struct MountAndServeTests {
         }
     }
 
-    @Test("writes, creates, mkdir and rename are refused with EROFS; files are 0444 and directories 0555")
+    @Test("writes, creates, mkdir and rename are refused with EROFS; files are 0444, img/ 0711, the root 0555")
     func readOnly() throws {
         let icon = try Fixtures.smallPNGs(1)[0]
         try withMountedOrigin { origin, mount in
@@ -219,7 +219,8 @@ struct MountAndServeTests {
             #expect(rename(file, "\(mount.mountPoint)/img/other") == -1 && errno == EROFS)
             var status = stat()
             #expect(stat(file, &status) == 0 && status.st_mode & 0o7777 == 0o444)
-            #expect(stat("\(mount.mountPoint)/img", &status) == 0 && status.st_mode & 0o7777 == 0o555)
+            #expect(stat("\(mount.mountPoint)/img", &status) == 0 && status.st_mode & 0o7777 == 0o711)
+            #expect(stat(mount.mountPoint, &status) == 0 && status.st_mode & 0o7777 == 0o555)
         }
     }
 

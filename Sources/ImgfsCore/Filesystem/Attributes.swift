@@ -7,7 +7,7 @@ public struct Attributes: Equatable, Sendable {
     public var inode: UInt64
     public var kind: Kind
     public var size: Int
-    /// Permission bits: 0444 for files, 0555 for directories.
+    /// Permission bits (``ImageFilesystem/permissions(of:)``): 0444 for images, 0555 or less for directories.
     public var permissions: UInt16
     public var modified: Date
     public var linkCount: Int

@@ -3,7 +3,8 @@
 public enum FilesystemError: Error, Equatable, Sendable {
     /// No such file: HTTP 404/410, a name that is not an http(s) URL, an unknown digest name. ENOENT.
     case notFound
-    /// HTTP 401/403, or a URL with credentials. EACCES.
+    /// HTTP 401/403, a URL with credentials, a host or address the policy refuses, or a change or listing that is
+    /// the mount owner's and root's alone. EACCES.
     case accessDenied
     /// A connect, stall or total timeout. ETIMEDOUT.
     case timedOut

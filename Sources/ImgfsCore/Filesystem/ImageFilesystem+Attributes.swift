@@ -56,9 +56,12 @@ extension ImageFilesystem {
     }
 
     /// Setting `user.imgfs.purge` on `.imgfs/` to `memory`, `disk` or `expired` purges that, of images and variants
-    /// (what `imgfs purge` does); every other change is EROFS.
-    public func setExtendedAttribute(_ inode: UInt64, name: String, value: [UInt8]) -> Result<Void, FilesystemError> {
+    /// (what `imgfs purge` does), for the owner and root (others: EACCES); every other change is EROFS.
+    public func setExtendedAttribute(
+        _ inode: UInt64, name: String, value: [UInt8], caller: Caller
+    ) -> Result<Void, FilesystemError> {
         guard inodes.node(inode) == .control, name == Self.attributePrefix + "purge" else { return .failure(.readOnly) }
+        guard isTrusted(caller) else { return .failure(.accessDenied) }
         guard let kind = CacheTiers.PurgeKind(rawValue: String(decoding: value, as: UTF8.self)) else {
             return .failure(.invalidName)
         }

@@ -4,9 +4,10 @@ import Foundation
 
 extension ImageFilesystem {
     /// Takes a snapshot of directory `inode` for paging through with ``readDirectory(_:from:limit:)``; returns its
-    /// handle.
-    public func openDirectory(_ inode: UInt64) -> Result<UInt64, FilesystemError> {
+    /// handle. Directories that name cached or listed URLs are listed for the owner and root only.
+    public func openDirectory(_ inode: UInt64, caller: Caller) -> Result<UInt64, FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
+        if let refusal = checkListing(node, by: caller) { return .failure(refusal) }
         let leading = [
             DirectoryEntry(name: ".", inode: inode, kind: .directory),
             DirectoryEntry(name: "..", inode: InodeTable.rootInode, kind: .directory)

@@ -17,6 +17,8 @@ public final class ImageFilesystem: Sendable {
         public var entryTimeout: Double = 3600
         /// Seconds attributes of images of known size, and of directories, stay cached in the kernel.
         public var attributeTimeout: Double = 3600
+        /// The mount's owner: the user the daemon runs as, who (with root) may change the caches and list them.
+        public var owner = UInt32(getuid())
 
         public init() {}
     }
@@ -146,9 +148,10 @@ public final class ImageFilesystem: Sendable {
         preloads.forget(inode)
     }
 
-    /// `rm img/<name>`: evicts that URL from both caches (the one change allowed).
-    public func unlink(parent: UInt64, name: [UInt8]) -> Result<Void, FilesystemError> {
+    /// `rm img/<name>`: evicts that URL from both caches (the one change allowed, to the owner and root).
+    public func unlink(parent: UInt64, name: [UInt8], caller: Caller) -> Result<Void, FilesystemError> {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
+        guard isTrusted(caller) else { return .failure(.accessDenied) }
         if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
         guard directory == .images else { return .failure(.readOnly) }
         switch resolve(name, in: directory) {
@@ -185,10 +188,13 @@ public final class ImageFilesystem: Sendable {
     }
 
     /// Opens `inode` for reading once its size is known, so a failed fetch fails the open with its error; an expired
-    /// cached copy is revalidated first.
-    public func open(_ inode: UInt64, forWriting: Bool, interest: Interest? = nil, reply: @escaping OpenReply) {
+    /// cached copy is revalidated first. The statistics are the owner's (and root's) alone.
+    public func open(
+        _ inode: UInt64, forWriting: Bool, caller: Caller, interest: Interest? = nil, reply: @escaping OpenReply
+    ) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if forWriting { return reply(.failure(.readOnly)) }
+        if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
             if let lists {
@@ -344,15 +350,17 @@ public final class ImageFilesystem: Sendable {
 
     func directoryEntry(_ inode: UInt64) -> Entry {
         let attributes = Attributes(
-            inode: inode, kind: .directory, size: 0, permissions: 0o555, modified: startTime,
-            linkCount: 2)
+            inode: inode, kind: .directory, size: 0,
+            permissions: inodes.node(inode).map(Self.permissions(of:)) ?? 0o555, modified: startTime, linkCount: 2)
         return Entry(
             attributes: attributes, entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
     }
 
     func generatedAttributes(_ inode: UInt64, size: Int) -> Attributes {
-        Attributes(inode: inode, kind: .file, size: size, permissions: 0o444, modified: Date(), linkCount: 1)
+        Attributes(
+            inode: inode, kind: .file, size: size, permissions: Self.permissions(of: .generated(.statistics)),
+            modified: Date(), linkCount: 1)
     }
 
     private func contentChanged(_ url: ImageURL) {

@@ -1,6 +1,7 @@
 /// What one request to one host carries beyond imgfs's own headers, after the rules are applied.
 ///
-/// Guarantees: a value only; ``masked`` never contains the value of a Cookie or Authorization header.
+/// Guarantees: a value only; ``masked`` never contains the value of any header (every header comes from `--header` or a
+/// policy rule, and any of them may carry a credential: `X-Api-Key`, `Authorization`, a cookie).
 public struct RequestProfile: Sendable, Equatable {
     /// Header lines (`Name: value`); a later line with the same name replaced an earlier one.
     public var headers: [String] = []
@@ -15,15 +16,14 @@ public struct RequestProfile: Sendable, Equatable {
 
     public init() {}
 
-    /// The header lines with the values of credentials replaced by `***`, for logs.
+    /// The header lines with their values replaced by `***`, for logs.
     public var masked: [String] { headers.map(Self.masked) }
 
-    /// `line` with its value replaced by `***` when it is a Cookie, Authorization or Proxy-Authorization header.
+    /// `line` with its value replaced by `***`: only the header's name is shown. A line without a colon (an invalid
+    /// header) may be a value given alone, so it is shown as `***` whole.
     public static func masked(_ line: String) -> String {
-        guard let colon = line.firstIndex(of: ":") else { return line }
-        let name = line[..<colon].lowercased()
-        let secret = ["cookie", "authorization", "proxy-authorization"].contains(name)
-        return secret ? "\(line[..<colon]): ***" : line
+        guard let colon = line.firstIndex(of: ":") else { return "***" }
+        return "\(line[..<colon]): ***"
     }
 
     /// Adds `line`, replacing an earlier header of the same name (a User-Agent or Referer line sets that field).

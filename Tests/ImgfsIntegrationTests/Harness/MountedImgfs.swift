@@ -26,20 +26,24 @@ final class MountedImgfs: @unchecked Sendable {
         return package.appendingPathComponent(".build/debug/imgfs").path
     }
 
-    /// Mounts with `arguments`; `environment` (nil: this process's) is the daemon's environment.
-    init(arguments: [String] = [], cacheDirectory: String? = nil, environment: [String: String]? = nil) throws {
+    /// Mounts with `arguments`; `environment` (nil: this process's) is the daemon's environment. A `launcher` (a
+    /// command that ends by executing its arguments, such as `nsenter --net=…`) starts the daemon, keeping its PID.
+    init(
+        arguments: [String] = [], cacheDirectory: String? = nil, environment: [String: String]? = nil,
+        launcher: [String] = []
+    ) throws {
         root = try Self.makeTemporaryDirectory()
         mountPoint = "\(root)/mnt"
         self.cacheDirectory = cacheDirectory ?? "\(root)/cache"
         logPath = "\(root)/imgfs.log"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        process = try ChildProcess.spawn(
-            Self.binary,
-            [
-                "mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
+        let command =
+            launcher + [
+                Self.binary, "mount", mountPoint, "--foreground", "--cache-dir", self.cacheDirectory,
                 "--log-level", "debug"
-            ] + arguments,
-            environment: environment, outputPath: logPath)
+            ] + arguments
+        process = try ChildProcess.spawn(
+            command[0], Array(command.dropFirst()), environment: environment, outputPath: logPath)
         guard Poll.until(timeout: 15, { isMounted || !process.isRunning }), isMounted else {
             stop()
             throw StartFailure(description: "imgfs did not mount; log:\n\(log)")

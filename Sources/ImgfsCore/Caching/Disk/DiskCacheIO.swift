@@ -37,9 +37,10 @@ extension Error {
 enum DiskCacheIO {
     // MARK: - Files
 
+    /// Opens `path`, never through a symbolic link (`O_NOFOLLOW`: nothing imgfs keeps in its cache is one).
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {
         while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            let fd = Glibc.open(path, flags | O_CLOEXEC | O_NOFOLLOW, mode)
             if fd >= 0 { return fd }
             let code = errno
             if code != EINTR { throw DiskCacheSystemError(operation: "open", path: path, code: code) }
