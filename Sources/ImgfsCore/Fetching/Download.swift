@@ -179,7 +179,8 @@ public final class Download: TransferObserving, Sendable {
     public var head: ResponseHead? { state.withLock { $0.head } }
 
     /// Whether anyone waits for the transfer: a stat or read not yet answered (and not interrupted), someone waiting
-    /// for the whole body (``whenFinished(waiting:_:)``), or a file handle open on the image. A transfer started by a lookup or a stat that has had its answer is wanted by nobody.
+    /// for the whole body (``whenFinished(waiting:_:)``), or a file handle open on the image. A transfer started by a
+    /// lookup or a stat that has had its answer is wanted by nobody.
     public var isWanted: Bool {
         let waiting = state.withLock { state in
             state.bodyWaiters > 0 || state.metadataInterests.contains { $0?.isWithdrawn != true }
