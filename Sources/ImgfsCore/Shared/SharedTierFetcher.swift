@@ -14,8 +14,8 @@ import Logging
 ///   already delivered (checked against the origin's). Nobody follows a fetch longer than the transfer limit.
 /// - The store is never a dependency: any failure or timeout of it sends the transfer to the origin (logged once per
 ///   outage, counted), and while it is down new transfers go to the origin without asking it.
-/// - Policies come first: a conditional request (revalidation) and a host refused by `--allow-host` go straight to the
-///   origin fetcher (which refuses the latter); with `--deny-private-networks` the host is resolved first and the
+/// - Policies come first: a conditional request (revalidation) and a host refused by `--allow-host` or by a policy
+///   rule's `deny: true` go straight to the origin fetcher (which refuses the latter); with `--deny-private-networks` the host is resolved first and the
 ///   store is used only if none of its addresses is private. `no-store` bodies are never shared.
 /// - The store is only ever called from the tier's own threads.
 public final class SharedTierFetcher: ImageFetching, Sendable {
@@ -75,7 +75,7 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     func start(_ request: FetchRequest, observer: any TransferObserving, originAllowed: Bool) -> any TransferHandle {
         if originAllowed
             && (request.isConditional || !health.isUsable
-                || configuration.addressPolicy.refusal(host: request.url.host) != nil)
+                || Self.refusal(host: request.url.host, configuration.addressPolicy) != nil)
         {
             health.count { $0.bypassed += 1 }
             return origin.start(request, observer: observer)
@@ -84,6 +84,11 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
         let session = SharedTierSession(tier: self, request: request, transfer: transfer, originAllowed: originAllowed)
         readers.submit { session.run() }
         return transfer
+    }
+
+    /// Why `host` is refused (`--allow-host`, `--deny-private-networks`, a policy rule's `deny: true`), or nil.
+    static func refusal(host: String, _ policy: AddressPolicy) -> String? {
+        policy.refusal(host: host) ?? ActivePolicy.profile(for: host).refusal
     }
 
     // MARK: - Leases and backlog

@@ -24,7 +24,7 @@ struct SharedTierSession: Sendable {
     }
 
     func run() {
-        if let refusal = configuration.addressPolicy.refusal(host: request.url.host) {
+        if let refusal = SharedTierFetcher.refusal(host: request.url.host, configuration.addressPolicy) {
             return transfer.complete(.refused(refusal))
         }
         if configuration.addressPolicy.denyPrivateNetworks, !resolvesToPublicAddresses() {
