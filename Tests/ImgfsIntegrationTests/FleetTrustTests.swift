@@ -62,4 +62,106 @@ struct FleetTrustTests {
         }
         #expect(origin.requestCount("/icon.png") == 1, "refused without a request")
     }
+
+    /// CRC-32 (zlib's), as a forger computes it.
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xffff_ffff
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+
+    /// Writes into Redis what anyone who can write to it would to replace `url` with `body`, claiming `size` bytes:
+    /// a version-1 record and piece with a correct CRC-32 (what mounts read before values were sealed), and the same
+    /// in version 2 sealed as a fleet without a key file seals it.
+    static func plantForgery(_ redis: RedisServer, url: String, body: [UInt8], size: Int) throws {
+        let keys = SharedTierKeys(url: try ImageURL(url))
+        let crc = crc32(body)
+        let record =
+            #"{"version":1,"url":"\#(url)","fetch":"planted","expiresAt":4102444800000,"pieceSize":1048576,"#
+            + #""size":\#(size),"contentLength":\#(size),"checksum":\#(crc)}"#
+        try redis.set("imgfs:v1:meta:\(keys.hash)", bytes: Array(record.utf8))
+        let piece = Array("IMP1".utf8) + bigEndian(0) + bigEndian(UInt32(body.count)) + bigEndian(crc) + body
+        try redis.set("imgfs:v1:piece:\(keys.hash):planted:0", bytes: piece)
+        let keyless = SharedTierSeal()
+        var forged = SharedTierRecord(
+            url: url, fetch: "planted", head: ResponseHead(status: 200, contentLength: size, contentType: "image/png"),
+            expiresAt: Date(timeIntervalSince1970: 4_102_444_800), pieceSize: 1 << 20)
+        forged.size = size
+        forged.checksum = crc
+        var digest = SHA256()
+        digest.update(body)
+        forged.sha256 = digest.finish().map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        try redis.set(keys.meta, bytes: keyless.seal(forged.encoded(), key: keys.meta))
+        let pieceKey = keys.piece("planted", 0)
+        try redis.set(pieceKey, bytes: keyless.seal(SharedTierPiece.encode(index: 0, bytes: body), key: pieceKey))
+    }
+
+    @Test("with a fleet key, forged values (another image, a size of Int.max) are ignored; 2 mounts make 1 GET per URL")
+    func forgeriesAreIgnored() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let scratch = try Scratch()
+        let key = try scratch.write("fleet.key", "fleet-key-\(UUID().uuidString)\n")
+        let images = try Fixtures.smallPNGs(2)
+        let (real, fake) = (images[0], images[1])
+        #expect(real != fake)
+        let keyed = ["--shared-cache-key-file", key]
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, keyed)) { origin, a in
+            let sizes = ["/forged.png": fake.count, "/huge.png": Int.max]
+            for (path, size) in sizes {
+                origin.route(path, .ok(real, contentType: "image/png"))
+                try Self.plantForgery(redis, url: origin.baseURL + path, body: fake, size: size)
+            }
+            for path in sizes.keys.sorted() {
+                // Twice: the second read comes from A's own caches, which must hold the origin's bytes.
+                #expect(SharedTierTests.outcome(a.path(origin.baseURL + path), real) == "same bytes", "\(path)")
+                #expect(SharedTierTests.outcome(a.path(origin.baseURL + path), real) == "same bytes", "\(path)")
+                #expect(origin.requestCount(path) == 1, "\(path)")
+            }
+            #expect(a.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= 2 })
+            #expect((a.statistics()["repository.shared_tier.rejected"] ?? 0) >= 2)
+            let refusals = a.log.split(separator: "\n").filter { $0.contains("ignored the stored value") }
+            #expect(refusals.count == 2, "once per forged record: \(refusals)")
+            #expect(!a.log.contains("trusted as they are"), "a mount with a key file says nothing of the kind")
+            // B reads what A published, sealed with the fleet key: no origin GET.
+            let b = try SharedTierTests.member(redis, keyed)
+            defer { b.stop() }
+            for path in sizes.keys.sorted() {
+                #expect(SharedTierTests.outcome(b.path(origin.baseURL + path), real) == "same bytes", "\(path)")
+                #expect(origin.requestCount(path) == 1, "\(path): fetched once fleet-wide")
+            }
+            #expect(b.statistics()["repository.shared_tier.hits"] == 2)
+            #expect(b.statistics()["repository.shared_tier.rejected"] ?? 0 == 0)
+        }
+    }
+
+    @Test("the fleet key file: a mount without one says Redis is trusted as it is; one open to others is refused")
+    func keyFileChecks() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let keyless = try SharedTierTests.member(redis)
+        defer { keyless.stop() }
+        #expect(keyless.waitForLog { $0.contains("no --shared-cache-key-file, so its values are trusted as they are") })
+        let scratch = try Scratch()
+        for (name, text, mode, reason) in [
+            ("open.key", "a key long enough to be one\n", 0o644, "chmod 600"),
+            ("short.key", "short\n", 0o600, "at least 16"),
+            ("empty.key", "\n", 0o600, "at least 16")
+        ] {
+            let file = try scratch.write(name, text, mode: mode)
+            let result = try ChildProcess.run(
+                MountedImgfs.binary,
+                [
+                    "mount", "\(scratch.path)/nowhere", "--foreground", "--shared-cache", redis.address,
+                    "--shared-cache-key-file", file
+                ],
+                timeout: 20)
+            #expect(result.status != 0 && result.output.contains(reason), "\(name): \(result.output)")
+        }
+    }
 }

@@ -14,6 +14,10 @@ import Logging
 ///   already delivered (checked against the origin's). Nobody follows a fetch longer than the transfer limit.
 /// - The store is never a dependency: any failure or timeout of it sends the transfer to the origin (logged once per
 ///   outage, counted), and while it is down new transfers go to the origin without asking it.
+/// - Every value read is sealed with the fleet key (``SharedTierSeal``) and checked before anything in it is used: a
+///   value that is not (forged, or written by a mount with another key) is ignored, counted in `rejected` and logged
+///   once per key, and the URL fetched from the origin; no byte of it reaches the caller. A complete body's SHA-256
+///   is checked when its last piece arrives.
 /// - Policies come first: a conditional request (revalidation) and a host refused by `--allow-host` or by a policy
 ///   rule's `deny: true` go straight to the origin fetcher (which refuses the latter); with `--deny-private-networks` the host is resolved first and the
 ///   store is used only if none of its addresses is private. `no-store` bodies are never shared.
@@ -59,9 +63,10 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     /// fails with ``FetchError/notCached``.
     public var storeOnly: any ImageFetching { StoreOnly(tier: self) }
 
-    /// A value of the store was refused: counted, and logged once per key (the URL is then fetched from the origin).
-    func reject(key: String, url: ImageURL, reason: String) {
-        health.count { $0.rejected += 1 }
+    /// A value of the store was refused: counted (unless the caller counts it), and logged once per key (the URL is
+    /// then fetched from the origin).
+    func reject(key: String, url: ImageURL, reason: String, counting: Bool = true) {
+        if counting { health.count { $0.rejected += 1 } }
         let first = loggedRefusals.withLock { logged -> Bool in
             if logged.count >= 4096 { logged.removeAll() }
             return logged.insert(key).inserted
@@ -95,7 +100,24 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
 
     /// Keeps `key` renewed while this mount's fetch runs.
     func holdLease(_ key: String, fetch: String) {
-        leases.withLock { $0[key] = Array(fetch.utf8) }
+        leases.withLock { $0[key] = leaseValue(key, fetch: fetch) }
+    }
+
+    /// The value of lease `key` held by fetch `fetch`: its id, sealed.
+    func leaseValue(_ key: String, fetch: String) -> [UInt8] {
+        configuration.seal.seal(Array(fetch.utf8), key: key)
+    }
+
+    /// The fetch holding lease `key` according to `value`, or nil (refused, counted and logged) when it is not sealed
+    /// with the fleet key or is not a fetch id.
+    func leaseHolder(_ value: [UInt8], key: String, url: ImageURL) -> String? {
+        guard let id = configuration.seal.open(value, key: key), (1...64).contains(id.count),
+            id.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) })
+        else {
+            reject(key: key, url: url, reason: "a lease that is not sealed with this mount's fleet key")
+            return nil
+        }
+        return String(decoding: id, as: UTF8.self)
     }
 
     func forgetLease(_ key: String) {
