@@ -19,8 +19,9 @@ import Logging
 ///   once per key, and the URL fetched from the origin; no byte of it reaches the caller. A complete body's SHA-256
 ///   is checked when its last piece arrives.
 /// - Policies come first: a conditional request (revalidation) and a host refused by `--allow-host` or by a policy
-///   rule's `deny: true` go straight to the origin fetcher (which refuses the latter); with `--deny-private-networks` the host is resolved first and the
-///   store is used only if none of its addresses is private. `no-store` bodies are never shared.
+///   rule's `deny: true` go straight to the origin fetcher (which refuses the latter); with `--deny-private-networks`
+///   the host is resolved first and the store is used only if none of its addresses is private. `no-store` bodies
+///   are never shared.
 /// - The store is only ever called from the tier's own threads.
 public final class SharedTierFetcher: ImageFetching, Sendable {
     let origin: any ImageFetching

@@ -3,12 +3,13 @@ import Foundation
 /// What a mount that holds a URL's lease writes to the store while its origin transfer runs: the head, the body in
 /// pieces as they fill, then the complete record (`meta`), then the lease is released.
 ///
-/// Guarantees: every value is sealed with the fleet key (``SharedTierSeal``) for the key it is written to; the
-/// complete record carries the body's SHA-256; the writes happen on the tier's publishing thread, in order, never on the fetching thread; the record
-/// that makes the body a hit is written only after every piece is; a body that may not be shared (`no-store`, not a
-/// 200, fresh for less than a second, larger than `maxSize`, not starting like an image when images are required, or
-/// a store that fails or falls behind) is abandoned: the lease is released and no record written, so other mounts
-/// fetch it themselves. No piece is written before the body's first bytes passed the image check.
+/// Guarantees: every value is sealed with the fleet key (``SharedTierSeal``) for the key it is written to; the complete
+/// record carries the body's SHA-256; the writes happen on the tier's publishing thread, in order, never on the
+/// fetching thread; the record that makes the body a hit is written only after every piece is; a body that may not be
+/// shared (`no-store`, not a 200, fresh for less than a second, larger than `maxSize`, not starting like an image when
+/// images are required, or a store that fails or falls behind) is abandoned: the lease is released and no record
+/// written, so other mounts fetch it themselves. No piece is written before the body's first bytes passed the image
+/// check.
 final class SharedTierPublication: Sendable {
     private struct State {
         var sharing = true
