@@ -135,7 +135,7 @@ struct FleetTrustTests {
                 #expect(SharedTierTests.outcome(b.path(origin.baseURL + path), real) == "same bytes", "\(path)")
                 #expect(origin.requestCount(path) == 1, "\(path): fetched once fleet-wide")
             }
-            #expect(b.statistics()["repository.shared_tier.hits"] == 2)
+            #expect(b.waitForStatistics { $0["repository.shared_tier.hits"] == 2 }, "\(b.statistics())")
             #expect(b.statistics()["repository.shared_tier.rejected"] ?? 0 == 0)
         }
     }
@@ -163,5 +163,52 @@ struct FleetTrustTests {
                 timeout: 20)
             #expect(result.status != 0 && result.output.contains(reason), "\(name): \(result.output)")
         }
+    }
+
+    @Test("an image fetched with credentials reaches only mounts sending the same ones (Redis, shared cache dir)")
+    func credentialsStayApart() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let scratch = try Scratch()
+        let key = try scratch.write("fleet.key", "fleet-key-\(UUID().uuidString)\n")
+        let cache = CachingIntegrationTests.SharedCache()
+        let icon = try Fixtures.smallPNGs(1)[0]
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        // The origin gives the image only to requests with the token.
+        origin.route(prefix: "/private") { request in
+            request.header("Authorization") == "Bearer s3cret"
+                ? .ok(icon, contentType: "image/png") : OriginResponse(status: 403)
+        }
+        let url = origin.baseURL + "/private.png"
+        let keyed = ["--shared-cache-key-file", key]
+        let token = ["--header", "Authorization: Bearer s3cret"]
+        // F, with the token, fetches it and publishes it.
+        let f = try SharedTierTests.member(redis, keyed + token, cacheDirectory: cache.path)
+        #expect(SharedTierTests.outcome(f.path(url), icon) == "same bytes")
+        #expect(f.waitForStatistics { ($0["repository.shared_tier.published"] ?? 0) >= 1 })
+        #expect(f.waitForStatistics { $0["repository.disk_entries"] == 1 })
+        f.stop()
+        // G, without the token, on F's cache directory, and O, with another token: neither F's disk entry nor Redis
+        // gives them the image; the origin refuses them.
+        for (name, arguments, directory) in [
+            ("G", keyed, cache.path as String?), ("O", keyed + ["--header", "Authorization: Bearer other"], nil)
+        ] {
+            let mount = try SharedTierTests.member(redis, arguments, cacheDirectory: directory)
+            defer { mount.stop() }
+            #expect(SharedTierTests.outcome(mount.path(url), icon) == "\(Errno(EACCES))", "\(name)")
+            #expect(mount.statistics()["repository.shared_tier.hits"] ?? 0 == 0, "\(name)")
+        }
+        // H, with the same token and a cache of its own, reads it from Redis: one GET with the token fleet-wide.
+        let h = try SharedTierTests.member(redis, keyed + token)
+        defer { h.stop() }
+        #expect(SharedTierTests.outcome(h.path(url), icon) == "same bytes")
+        // The counter follows the transfer's completion by a moment.
+        #expect(h.waitForStatistics { $0["repository.shared_tier.hits"] == 1 }, "\(h.statistics())")
+        let granted = origin.requests().filter { $0.header("Authorization") == "Bearer s3cret" }
+        #expect(granted.count == 1, "\(granted.count) GETs with the token")
+        #expect(origin.requestCount("/private.png") == 3, "F's, G's and O's")
+        // The token appears in no key name.
+        #expect(try redis.keys("*").allSatisfy { !$0.contains("s3cret") })
     }
 }

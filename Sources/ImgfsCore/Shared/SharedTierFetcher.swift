@@ -18,6 +18,9 @@ import Logging
 ///   value that is not (forged, or written by a mount with another key) is ignored, counted in `rejected` and logged
 ///   once per key, and the URL fetched from the origin; no byte of it reaches the caller. A complete body's SHA-256
 ///   is checked when its last piece arrives.
+/// - Credentials stay apart: a URL whose requests carry header lines (`--header`, policy-rule headers) is keyed by
+///   the digest of them (``SharedTierKeys``), so only mounts sending the same ones read what it published; one whose
+///   requests use a cookie file never uses the store.
 /// - Policies come first: a conditional request (revalidation) and a host refused by `--allow-host` or by a policy
 ///   rule's `deny: true` go straight to the origin fetcher (which refuses the latter); with `--deny-private-networks`
 ///   the host is resolved first and the store is used only if none of its addresses is private. `no-store` bodies
@@ -79,14 +82,20 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     public var counters: SharedTierCounters { health.counters }
 
     func start(_ request: FetchRequest, observer: any TransferObserving, originAllowed: Bool) -> any TransferHandle {
+        // A cookie file's content may differ between machines with the same path: those requests are not shared.
+        let unshared = ActivePolicy.profile(for: request.url.host).cookieFile != nil
         if originAllowed
-            && (request.isConditional || !health.isUsable
+            && (request.isConditional || !health.isUsable || unshared
                 || Self.refusal(host: request.url.host, configuration.addressPolicy) != nil)
         {
             health.count { $0.bypassed += 1 }
             return origin.start(request, observer: observer)
         }
         let transfer = SharedTierTransfer(observer: observer)
+        if unshared {
+            transfer.complete(.notCached)
+            return transfer
+        }
         let session = SharedTierSession(tier: self, request: request, transfer: transfer, originAllowed: originAllowed)
         readers.submit { session.run() }
         return transfer

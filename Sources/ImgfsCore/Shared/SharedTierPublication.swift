@@ -35,7 +35,7 @@ final class SharedTierPublication: Sendable {
     init(fetch: String, url: ImageURL, tier: SharedTierFetcher) {
         self.fetch = fetch
         self.url = url
-        keys = SharedTierKeys(url: url)
+        keys = SharedTierKeys(url: url, seal: tier.configuration.seal)
         self.tier = tier
     }
 

@@ -13,8 +13,15 @@ public struct SharedTierKeys: Sendable, Equatable {
     /// The URL's hash, as used in the keys.
     public let hash: String
 
-    public init(url: ImageURL) {
-        hash = SHA256.hex(of: Array(url.resourceKey.utf8))
+    /// The keys of `url`; when its requests carry credentials (``ImageURL/credentialScope``), the hash covers the
+    /// scope too, under the fleet key of `seal`, so only mounts sending the same credentials (with the same key) meet
+    /// the same values, and the key names say nothing a guess of the credentials could be checked against.
+    public init(url: ImageURL, seal: SharedTierSeal = SharedTierSeal()) {
+        if let scope = url.credentialScope {
+            hash = seal.digest("credentials:\(scope):\(url.resourceKey)")
+        } else {
+            hash = SHA256.hex(of: Array(url.resourceKey.utf8))
+        }
     }
 
     public var meta: String { "\(Self.namespace)meta:\(hash)" }

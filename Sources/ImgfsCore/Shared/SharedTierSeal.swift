@@ -20,6 +20,13 @@ public struct SharedTierSeal: Sendable {
         keyed = HMACSHA256(key: key)
     }
 
+    /// The HMAC (hex) of `text` under the fleet key: names what must not be guessable from the store's keys.
+    public func digest(_ text: String) -> String {
+        var mac = keyed
+        mac.update(Array(text.utf8))
+        return mac.finish().map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
     /// `payload` followed by its code for the store key `key`.
     public func seal(_ payload: [UInt8], key: String) -> [UInt8] {
         payload + code(payload[...], key: key)

@@ -8,7 +8,7 @@ struct SharedTierSession: Sendable {
     let transfer: SharedTierTransfer
     let originAllowed: Bool
 
-    private var keys: SharedTierKeys { SharedTierKeys(url: request.url) }
+    private var keys: SharedTierKeys { SharedTierKeys(url: request.url, seal: configuration.seal) }
     private var configuration: SharedTierConfiguration { tier.configuration }
 
     /// How following a fetch ended.
