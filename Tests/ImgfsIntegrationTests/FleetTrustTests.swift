@@ -198,6 +198,9 @@ struct FleetTrustTests {
             defer { mount.stop() }
             #expect(SharedTierTests.outcome(mount.path(url), icon) == "\(Errno(EACCES))", "\(name)")
             #expect(mount.statistics()["repository.shared_tier.hits"] ?? 0 == 0, "\(name)")
+            // imgfs why (which computes the key without the mount's credentials) still finds the reason.
+            let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", mount.mountPoint, url])
+            #expect(why.output.contains("403"), "\(name): \(why.output)")
         }
         // H, with the same token and a cache of its own, reads it from Redis: one GET with the token fleet-wide.
         let h = try SharedTierTests.member(redis, keyed + token)
@@ -210,5 +213,26 @@ struct FleetTrustTests {
         #expect(origin.requestCount("/private.png") == 3, "F's, G's and O's")
         // The token appears in no key name.
         #expect(try redis.keys("*").allSatisfy { !$0.contains("s3cret") })
+    }
+
+    @Test("a URL fetched with a cookie file never goes through Redis: not published, not read")
+    func cookieFileIsNotShared() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let scratch = try Scratch()
+        let cookies = try scratch.write(
+            "cookies.txt", "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\ts\t1\n")
+        let icon = try Fixtures.smallPNGs(1)[0]
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--cookie-file", cookies])) { origin, a in
+            origin.route("/icon.png", .ok(icon, contentType: "image/png"))
+            #expect(SharedTierTests.outcome(a.path(origin.baseURL + "/icon.png"), icon) == "same bytes")
+            #expect(origin.requests().last?.header("Cookie") == "s=1", "the cookie was sent")
+            let b = try SharedTierTests.member(redis, ["--cookie-file", cookies])
+            defer { b.stop() }
+            #expect(SharedTierTests.outcome(b.path(origin.baseURL + "/icon.png"), icon) == "same bytes")
+            #expect(origin.requestCount("/icon.png") == 2, "each mount asked the origin")
+            #expect(a.statistics()["repository.shared_tier.published"] ?? 0 == 0)
+            #expect(try redis.keys("\(SharedTierKeys.namespace)*").isEmpty)
+        }
     }
 }
