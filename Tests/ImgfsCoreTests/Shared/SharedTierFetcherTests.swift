@@ -247,6 +247,20 @@ struct SharedTierFetcherTests {
         }
     }
 
+    @Test("a lease not sealed with the fleet key is not followed: the origin at once, counted")
+    func forgedLease() {
+        let store = FakeSharedStore()
+        store.put(SharedTierKeys(url: url).lease, Array("0123-abcd".utf8))
+        let origin = ManualFetcher()
+        let seal = SharedTierSeal(key: Array("the one fleet key here".utf8))
+        let fetcher = tier(store, origin: origin) { $0.seal = seal }
+        let download = fetch(fetcher, respond: { $0.respond(body: Self.png) }, origin: origin)
+        #expect(origin.transfers.count == 1)
+        #expect(download.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
+        #expect(fetcher.counters.rejected == 1)
+        #expect(fetcher.counters.followed == 0)
+    }
+
     @Test("values sealed with another fleet key are ignored, counted, and the origin asked")
     func foreignFleetKey() {
         let store = FakeSharedStore()
