@@ -14,7 +14,7 @@ enum FstabOptions {
         "connect-timeout", "stall-timeout",
         "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
         "thumb-sizes", "max-pixels", "thumb-workers",
-        "shared-cache", "shared-cache-password-file", "shared-max-size", "shared-timeout",
+        "shared-cache", "shared-cache-password-file", "shared-cache-key-file", "shared-max-size", "shared-timeout",
         "shared-lease",
         "ca-file", "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
         "policy-file", "placeholder", "read-ahead", "kernel-read-ahead"

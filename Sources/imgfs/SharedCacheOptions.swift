@@ -15,6 +15,12 @@ struct SharedCacheOptions: ParsableArguments {
     @Option(help: "A file holding the Redis password (instead of putting it in --shared-cache).")
     var sharedCachePasswordFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A file holding the fleet's secret key (at least 16 bytes, mode 600): every value in Redis is sealed with"
+                + " it (HMAC-SHA-256) and values that are not are ignored. Without it, Redis is trusted as it is."))
+    var sharedCacheKeyFile: String?
+
     @Option(help: "The largest body stored in the shared cache, e.g. 64M; larger ones are fetched by each mount.")
     var sharedMaxSize = "64M"
 
@@ -29,9 +35,11 @@ struct SharedCacheOptions: ParsableArguments {
             if sharedCachePasswordFile != nil {
                 throw ValidationError("--shared-cache-password-file needs --shared-cache")
             }
+            if sharedCacheKeyFile != nil { throw ValidationError("--shared-cache-key-file needs --shared-cache") }
             return
         }
         _ = try address(sharedCache)
+        _ = try fleetKey()
         _ = try tierSettings()
     }
 
@@ -49,6 +57,14 @@ struct SharedCacheOptions: ParsableArguments {
             .addressPolicy
         configuration.waitLimit = network.timeout
         configuration.requireImage = try network.limits().requireImage
+        configuration.seal = SharedTierSeal(key: try fleetKey())
+        if !configuration.seal.isKeyed {
+            logger.warning(
+                """
+                shared cache: no --shared-cache-key-file, so its values are trusted as they are: anyone who can \
+                write to this Redis can replace images for every mount
+                """)
+        }
         let store = RedisStore(address: address, timeout: try Self.duration(sharedTimeout, "--shared-timeout"))
         do {
             try store.ping()
@@ -73,6 +89,27 @@ struct SharedCacheOptions: ParsableArguments {
             throw ValidationError("--shared-timeout must be positive")
         }
         return configuration
+    }
+
+    /// The bytes of `--shared-cache-key-file` (surrounding white space removed), or none without it. Refused: a file
+    /// that cannot be read, one that group or others may read or write (the key would not be secret), and a key
+    /// shorter than 16 bytes (it could be guessed).
+    private func fleetKey() throws -> [UInt8] {
+        guard let path = sharedCacheKeyFile else { return [] }
+        var status = stat()
+        guard stat(path, &status) == 0, let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--shared-cache-key-file: cannot read \(path)")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw ValidationError(
+                "--shared-cache-key-file: \(path) is open to group or others (mode "
+                    + "\(String(status.st_mode & 0o777, radix: 8))); make it private: chmod 600 \(path)")
+        }
+        let key = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        guard key.count >= 16 else {
+            throw ValidationError("--shared-cache-key-file: \(path) holds \(key.count) bytes; a key needs at least 16")
+        }
+        return key
     }
 
     private func address(_ text: String) throws -> SharedCacheAddress {

@@ -129,7 +129,7 @@ struct OutsideNumberPropertyTests {
         var accepted = 0
         for _ in 0..<20_000 {
             var values = [
-                "\"version\":1", "\"url\":\"\(url)\"", "\"fetch\":\"f\"", "\"expiresAt\":4102444800000",
+                "\"version\":2", "\"url\":\"\(url)\"", "\"fetch\":\"f\"", "\"expiresAt\":4102444800000",
                 "\"pieceSize\":1048576"
             ]
             for field in fields where Int.random(in: 0..<3, using: &generator) == 0 {
@@ -158,7 +158,7 @@ struct OutsideNumberPropertyTests {
             ("pieceSize", "0"), ("pieceSize", "9223372036854775807")
         ] {
             let fields = defaults.merging([field: value]) { $1 }.map { "\"\($0)\":\($1)" }.joined(separator: ",")
-            let bytes = Array(#"{"version":1,"url":"\#(url)","fetch":"f",\#(fields)}"#.utf8)
+            let bytes = Array(#"{"version":2,"url":"\#(url)","fetch":"f",\#(fields)}"#.utf8)
             if case .success = SharedTierRecord.check(bytes, url: url, maxSize: maxSize) {
                 Issue.record("accepted \(field): \(value)")
             }

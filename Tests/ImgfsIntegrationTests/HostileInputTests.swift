@@ -51,7 +51,8 @@ struct HostileInputTests {
         // The checksum is never reached: each record is refused for its range before its pieces are read.
         let checksum = 0
         let size = image.count
-        // Each a well-formed version-1 record for its URL, wrong in one field.
+        // Each a well-formed version-2 record for its URL, sealed as a mount without a key file seals it (so that the
+        // range checks are what refuses it), wrong in one field.
         let fields = [
             "huge-expiry": #""expiresAt":1e300,"size":\#(size),"contentLength":\#(size)"#,
             "negative-expiry": #""expiresAt":-1e300,"size":\#(size)"#,
@@ -68,11 +69,13 @@ struct HostileInputTests {
                 let url = "\(origin.baseURL)/\(name).png"
                 let pieceSize = field.contains("pieceSize") ? "" : #","pieceSize":1048576"#
                 let record =
-                    #"{"version":1,"url":"\#(url)","fetch":"planted","checksum":\#(checksum),"#
+                    #"{"version":2,"url":"\#(url)","fetch":"planted","checksum":\#(checksum),"#
                     + field + pieceSize + "}"
                 let keys = SharedTierKeys(url: try ImageURL(url))
-                try redis.cli("SET", keys.meta, record)
-                try redis.cli("SET", keys.piece("planted", 0), String(decoding: image, as: UTF8.self))
+                let seal = SharedTierSeal()
+                try redis.set(keys.meta, bytes: seal.seal(Array(record.utf8), key: keys.meta))
+                let piece = keys.piece("planted", 0)
+                try redis.set(piece, bytes: seal.seal(SharedTierPiece.encode(index: 0, bytes: image), key: piece))
             }
             for name in fields.keys.sorted() {
                 let path = mount.path("\(origin.baseURL)/\(name).png")

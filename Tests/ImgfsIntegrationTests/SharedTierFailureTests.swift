@@ -132,12 +132,12 @@ struct SharedTierFailureTests {
             #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
             #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
             let keys0 = SharedTierKeys(url: try ImageURL(urls[0]))
-            let pieces = try redis.keys("imgfs:v1:piece:\(keys0.hash):*")
+            let pieces = try redis.keys("\(SharedTierKeys.namespace)piece:\(keys0.hash):*")
             #expect(pieces.count == 1)
-            for piece in pieces { try redis.cli("SET", piece, "IMP1 not the bytes that were stored") }
+            for piece in pieces { try redis.cli("SET", piece, "IMP2 not the bytes that were stored") }
             // A foreign value where URL 1's record belongs.
             let keys1 = SharedTierKeys(url: try ImageURL(urls[1]))
-            try redis.cli("SET", keys1.meta, #"{"version":1,"url":"http://elsewhere/x.png","fetch":"f","pieceSize":1}"#)
+            try redis.cli("SET", keys1.meta, #"{"version":2,"url":"http://elsewhere/x.png","fetch":"f","pieceSize":1}"#)
             let b = try SharedTierTests.member(redis)
             defer { b.stop() }
             for (index, url) in urls.enumerated() {
@@ -221,7 +221,8 @@ struct SharedTierFailureTests {
             #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
             #expect(SharedTierTests.outcome(a.path(private_), images[2]) == "same bytes")
             #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
-            #expect(try redis.keys("imgfs:v1:meta:\(SharedTierKeys(url: try ImageURL(private_)).hash)").isEmpty)
+            let privateKeys = SharedTierKeys(url: try ImageURL(private_))
+            #expect(try redis.keys("\(SharedTierKeys.namespace)meta:\(privateKeys.hash)").isEmpty)
             let b = try SharedTierTests.member(redis, ["--cache-control"])
             defer { b.stop() }
             #expect(SharedTierTests.outcome(b.path(private_), images[2]) == "same bytes")

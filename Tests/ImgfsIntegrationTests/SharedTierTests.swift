@@ -12,8 +12,10 @@ struct SharedTierTests {
     /// than the default 50 ms: the machine that runs the tests is shared with builds, and a 1 MiB SET that waits for a
     /// CPU longer than 50 ms would send a transfer to the origin, which is right but not what these tests look at
     /// (the timeout has its own test, which passes `--shared-timeout 50ms`; the last value given wins).
-    static func member(_ redis: RedisServer, _ arguments: [String] = []) throws -> MountedImgfs {
-        try MountedImgfs(arguments: memberArguments(redis, arguments))
+    static func member(
+        _ redis: RedisServer, _ arguments: [String] = [], cacheDirectory: String? = nil
+    ) throws -> MountedImgfs {
+        try MountedImgfs(arguments: memberArguments(redis, arguments), cacheDirectory: cacheDirectory)
     }
 
     /// The arguments of ``member(_:_:)``, for a member mounted by `withMountedOrigin`.

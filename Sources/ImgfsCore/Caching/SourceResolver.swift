@@ -6,8 +6,9 @@ import Logging
 /// or a new transfer, which it files in flight for the repository to start outside the lock.
 ///
 /// Guarantees: the in-flight table is read and changed under `state`'s lock, so at most one transfer per cache key is
-/// ever filed; a refused host, or a cached copy that came from a refused address, is neither served nor fetched (the
-/// refusal is remembered as the URL's last error); an asker whose interest is withdrawn starts nothing.
+/// ever filed; a refused host (`--allow-host`, `--deny-private-networks`, a policy rule's `deny: true`), or a cached
+/// copy that came from a refused address, is neither served nor fetched (the refusal is remembered as the URL's last
+/// error); an asker whose interest is withdrawn starts nothing.
 struct SourceResolver: Sendable {
     /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
     enum Resolution {
@@ -38,7 +39,9 @@ struct SourceResolver: Sendable {
     /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start.
     func step(_ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority) -> Step {
         let priority = max(priority, url.requestedPriority), key = url.cacheKey
-        if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host) {
+        if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host)
+            ?? ActivePolicy.profile(for: url.host).refusal
+        {
             return .answer(.ready(.failure(refused(key, url, refusal))))
         }
         // Looked up before taking the lock: a disk record may need a read of its metadata file.

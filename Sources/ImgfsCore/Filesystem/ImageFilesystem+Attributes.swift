@@ -39,14 +39,17 @@ extension ImageFilesystem {
         guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }
         if node == .control, name.hasPrefix(Self.errorByKeyPrefix) {
             let key = String(name.dropFirst(Self.errorByKeyPrefix.count))
-            guard let error = repository.knownObstacle(forKey: key) else { return .failure(.noAttribute) }
+            guard let error = Self.keys(key).lazy.compactMap({ self.repository.knownObstacle(forKey: $0) }).first else {
+                return .failure(.noAttribute)
+            }
             return .success(Array(error.description.utf8))
         }
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
             let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
-            guard let type = repository.tiers.source(key, counting: false)?.metadata?.contentType else {
-                return .failure(.noAttribute)
+            let types = Self.keys(key).lazy.compactMap {
+                self.repository.tiers.source($0, counting: false)?.metadata?.contentType
             }
+            guard let type = types.first else { return .failure(.noAttribute) }
             return .success(Array(type.utf8))
         }
         return extendedAttributes(inode).flatMap { attributes in
@@ -68,6 +71,12 @@ extension ImageFilesystem {
         repository.purge(kind)
         variants?.purge(kind)
         return .success(())
+    }
+
+    /// `key` (as a command computes it, without the mount's credentials), then its scoped form for each credential
+    /// scope of the mount's rules.
+    private static func keys(_ key: String) -> [String] {
+        [key] + ActivePolicy.credentialScopes.map { ImageURL.scopedKey(key, scope: $0) }
     }
 
     static let attributePrefix = "user.imgfs."

@@ -6,7 +6,8 @@
 /// server. Bytes a URL may not hold as they are (space, `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`, non-ASCII)
 /// are accepted in the path and query and requested percent-encoded (``requestString``), as browsers and curl do;
 /// the cache key is the SHA-256 of that request, so names that differ only in their fragment or in how such bytes are
-/// spelled (`a b.png`, `a%20b.png`) share one download and one cache entry.
+/// spelled (`a b.png`, `a%20b.png`) share one download and one cache entry. When requests to the host carry
+/// credentials, the key is scoped by their digest (``credentialScope``).
 public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// The longest URL accepted, in bytes of UTF-8.
     public static let maximumLength = 8192
@@ -20,8 +21,12 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// The port, explicit or the scheme's default.
     public let port: Int
     /// SHA-256 (hex) of ``resourceKey`` without the query parameters the policy drops from cache keys
-    /// (``CacheKeyRules``): what caches and downloads are keyed by.
+    /// (``CacheKeyRules``), scoped by ``credentialScope`` when there is one (``scopedKey(_:scope:)``): what caches
+    /// and downloads are keyed by, so an image fetched with credentials is never served to requests without them.
     public let cacheKey: String
+    /// The digest of the credentials requests to this URL's host carry (``RequestProfile/credentialScope``), when
+    /// they carry any.
+    public let credentialScope: String?
 
     public init(_ string: String) throws(NameError) {
         let bytes = Array(string.utf8)
@@ -46,7 +51,14 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         self.host = host
         self.port = port
         let requested = Self.encodedForRequest(Self.withoutFragment(string), scheme: scheme)
-        self.cacheKey = SHA256.hex(of: ActivePolicy.cacheKeyText(for: requested, host: host).utf8)
+        let key = SHA256.hex(of: ActivePolicy.cacheKeyText(for: requested, host: host).utf8)
+        credentialScope = ActivePolicy.credentialScope(for: host)
+        self.cacheKey = credentialScope.map { Self.scopedKey(key, scope: $0) } ?? key
+    }
+
+    /// The cache key of a URL whose unscoped key is `key`, fetched with the credentials of `scope`.
+    public static func scopedKey(_ key: String, scope: String) -> String {
+        SHA256.hex(of: "imgfs credentials v1/\(scope)/\(key)".utf8)
     }
 
     /// The URL without its fragment: what is requested and what downloads and cache entries are keyed by.

@@ -15,6 +15,10 @@ public enum ActivePolicy {
     static let hasHostRules = Atomic<Bool>(false)
     /// Whether any query parameter is dropped from cache keys.
     private static let dropsQuery = Atomic<Bool>(false)
+    /// Whether any request carries credentials (a header line or a cookie file), so that cache keys get a scope.
+    private static let carriesCredentials = Atomic<Bool>(false)
+    /// The distinct credential scopes of the rules now (the command line's and each policy rule's).
+    private static let scopes = Locked<[String]>([])
 
     /// The policy rule for `host`, if one matches (nil at once when there are none).
     static func rule(for host: String) -> HostRule? {
@@ -33,6 +37,23 @@ public enum ActivePolicy {
         dropsQuery.store(
             !rules.defaults.dropQuery.isEmpty || rules.rules.contains { !$0.dropQuery.isEmpty },
             ordering: .releasing)
+        let profiles = [rules.profile(for: "")] + rules.rules.map { rules.profile(forRule: $0) }
+        let found = profiles.compactMap(\.credentialScope)
+        scopes.withLock { $0 = Array(Set(found)).sorted() }
+        carriesCredentials.store(!found.isEmpty, ordering: .releasing)
+    }
+
+    /// The credential scope of requests to `host` (``RequestProfile/credentialScope``), nil when they carry none:
+    /// what keeps an image fetched with credentials apart from one fetched with others or none.
+    static func credentialScope(for host: String) -> String? {
+        guard carriesCredentials.load(ordering: .acquiring) else { return nil }
+        return profile(for: host).credentialScope
+    }
+
+    /// Every credential scope some host has now (for looking a cache key up without knowing its host).
+    public static var credentialScopes: [String] {
+        guard carriesCredentials.load(ordering: .acquiring) else { return [] }
+        return scopes.withLock { $0 }
     }
 
     /// What a request to `host` carries now.

@@ -21,8 +21,16 @@ public struct HostRules: Sendable, Equatable {
 
     /// What a request to `host` carries.
     public func profile(for host: String) -> RequestProfile {
+        profile(host: host, rule: rule(for: host))
+    }
+
+    /// What a request to a host that `rule` matches carries.
+    func profile(forRule rule: HostRule) -> RequestProfile {
+        profile(host: rule.pattern, rule: rule)
+    }
+
+    private func profile(host: String, rule: HostRule?) -> RequestProfile {
         var profile = RequestProfile()
-        let rule = rule(for: host)
         for layer in [defaults, rule].compactMap({ $0 }) {
             layer.headers.forEach { profile.set(header: $0) }
             profile.userAgent = layer.userAgent ?? profile.userAgent

@@ -16,6 +16,21 @@ public struct RequestProfile: Sendable, Equatable {
 
     public init() {}
 
+    /// A digest of what may make the origin answer differently than to anyone (every header line, the cookie file),
+    /// or nil when the request carries none: SHA-256 (hex) of a canonical form (`imgfs credentials v1`, then each
+    /// header line with its name in lower case, sorted, then the cookie file's path; NUL-separated). It names the
+    /// credentials without revealing them. User-Agent and Referer are not part of it.
+    public var credentialScope: String? {
+        guard !headers.isEmpty || cookieFile != nil else { return nil }
+        let lines = headers.map { line -> String in
+            let name = Self.name(of: line)
+            let value = line.drop { $0 != ":" }.dropFirst().drop { $0 == " " || $0 == "\t" }
+            return "\(name):\(value)"
+        }.sorted()
+        let parts = ["imgfs credentials v1"] + lines + ["cookie-file", cookieFile ?? ""]
+        return SHA256.hex(of: Array(parts.joined(separator: "\0").utf8))
+    }
+
     /// The header lines with their values replaced by `***`, for logs.
     public var masked: [String] { headers.map(Self.masked) }
 

@@ -23,6 +23,8 @@ public struct SharedTierConfiguration: Sendable {
     /// Whether bodies must start like an image (off with `--allow-any-type`): a body too short for the fetching
     /// mount's own check to have run before its end is checked here before it is published.
     public var requireImage = true
+    /// The fleet key (`--shared-cache-key-file`) every value is sealed with and checked against.
+    public var seal = SharedTierSeal()
     /// Threads that read the store and follow other mounts' fetches.
     public var readers = 16
 

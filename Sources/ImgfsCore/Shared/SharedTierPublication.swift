@@ -3,11 +3,13 @@ import Foundation
 /// What a mount that holds a URL's lease writes to the store while its origin transfer runs: the head, the body in
 /// pieces as they fill, then the complete record (`meta`), then the lease is released.
 ///
-/// Guarantees: the writes happen on the tier's publishing thread, in order, never on the fetching thread; the record
-/// that makes the body a hit is written only after every piece is; a body that may not be shared (`no-store`, not a
-/// 200, fresh for less than a second, larger than `maxSize`, not starting like an image when images are required, or
-/// a store that fails or falls behind) is abandoned: the lease is released and no record written, so other mounts
-/// fetch it themselves. No piece is written before the body's first bytes passed the image check.
+/// Guarantees: every value is sealed with the fleet key (``SharedTierSeal``) for the key it is written to; the complete
+/// record carries the body's SHA-256; the writes happen on the tier's publishing thread, in order, never on the
+/// fetching thread; the record that makes the body a hit is written only after every piece is; a body that may not be
+/// shared (`no-store`, not a 200, fresh for less than a second, larger than `maxSize`, not starting like an image when
+/// images are required, or a store that fails or falls behind) is abandoned: the lease is released and no record
+/// written, so other mounts fetch it themselves. No piece is written before the body's first bytes passed the image
+/// check.
 final class SharedTierPublication: Sendable {
     private struct State {
         var sharing = true
@@ -16,6 +18,7 @@ final class SharedTierPublication: Sendable {
         var index = 0
         var size = 0
         var checksum: UInt32 = 0
+        var digest = SHA256()
         /// The first bytes, for the image check, and whether they passed it.
         var prefix: [UInt8] = []
         var verified = false
@@ -32,7 +35,7 @@ final class SharedTierPublication: Sendable {
     init(fetch: String, url: ImageURL, tier: SharedTierFetcher) {
         self.fetch = fetch
         self.url = url
-        keys = SharedTierKeys(url: url)
+        keys = SharedTierKeys(url: url, seal: tier.configuration.seal)
         self.tier = tier
     }
 
@@ -59,6 +62,7 @@ final class SharedTierPublication: Sendable {
             state.size += bytes.count
             guard state.size <= configuration.maxSize else { return ([], true) }
             state.checksum = DiskCacheCRC32.update(state.checksum, with: bytes)
+            state.digest.update(bytes)
             if state.prefix.count < ImageSignature.bytesNeeded {
                 state.prefix += bytes.prefix(ImageSignature.bytesNeeded - state.prefix.count)
             }
@@ -90,6 +94,7 @@ final class SharedTierPublication: Sendable {
             state.sharing = false
             record.size = state.size
             record.checksum = state.checksum
+            record.sha256 = SharedTierTransfer.hex(state.digest.finish())
             return (Self.takePieces(&state, size: configuration.pieceSize, all: true), record)
         }
         guard let record else { return abandon() }
@@ -99,7 +104,9 @@ final class SharedTierPublication: Sendable {
             let milliseconds = Int(saturating: record.expiresAt.timeIntervalSinceNow * 1000)
             do throws(SharedStoreError) {
                 try tier.health.runWrite { () throws(SharedStoreError) in
-                    try tier.store.set(keys.meta, record.encoded(), milliseconds: max(1, milliseconds))
+                    try tier.store.set(
+                        keys.meta, configuration.seal.seal(record.encoded(), key: keys.meta),
+                        milliseconds: max(1, milliseconds))
                 }
                 tier.health.count { $0.published += 1 }
             } catch {}
@@ -142,7 +149,7 @@ final class SharedTierPublication: Sendable {
             let milliseconds = max(1000, Int(saturating: until.timeIntervalSinceNow * 1000))
             do throws(SharedStoreError) {
                 try tier.health.runWrite { () throws(SharedStoreError) in
-                    try tier.store.set(key, value, milliseconds: milliseconds)
+                    try tier.store.set(key, configuration.seal.seal(value, key: key), milliseconds: milliseconds)
                 }
             } catch {
                 broken.withLock { $0 = true }
@@ -154,7 +161,7 @@ final class SharedTierPublication: Sendable {
     private func release() {
         tier.forgetLease(keys.lease)
         try? tier.health.run { () throws(SharedStoreError) in
-            try tier.store.delete(keys.lease, ifValue: Array(fetch.utf8))
+            try tier.store.delete(keys.lease, ifValue: tier.leaseValue(keys.lease, fetch: fetch))
         }
     }
 }

@@ -1,18 +1,27 @@
 import Foundation
 
-/// The keys and values the shared tier keeps in the store, version 1.
+/// The keys and values the shared tier keeps in the store, version 2.
 ///
-/// Keys are namespaced and versioned (`imgfs:v1:…`) and name a URL by the SHA-256 of its text without fragment:
+/// Keys are namespaced and versioned (`imgfs:v2:…`) and name a URL by the SHA-256 of its text without fragment:
 /// `meta:<h>` describes a complete body, `lease:<h>` holds the id of the one fetch under way fleet-wide,
 /// `head:<h>:<id>` and `piece:<h>:<id>:<n>` are what that fetch has published so far. Every value says which URL and
-/// fetch it belongs to and carries a checksum, so a foreign, stale or corrupt value is recognised and ignored.
+/// fetch it belongs to, carries a checksum and is sealed with the fleet key (``SharedTierSeal``), so a foreign,
+/// stale, corrupt or forged value is recognised and ignored. Version 1 values (no seal) are never read: mounts of
+/// the two versions do not share.
 public struct SharedTierKeys: Sendable, Equatable {
-    public static let namespace = "imgfs:v1:"
+    public static let namespace = "imgfs:v2:"
     /// The URL's hash, as used in the keys.
     public let hash: String
 
-    public init(url: ImageURL) {
-        hash = SHA256.hex(of: Array(url.resourceKey.utf8))
+    /// The keys of `url`; when its requests carry credentials (``ImageURL/credentialScope``), the hash covers the
+    /// scope too, under the fleet key of `seal`, so only mounts sending the same credentials (with the same key) meet
+    /// the same values, and the key names say nothing a guess of the credentials could be checked against.
+    public init(url: ImageURL, seal: SharedTierSeal = SharedTierSeal()) {
+        if let scope = url.credentialScope {
+            hash = seal.digest("credentials:\(scope):\(url.resourceKey)")
+        } else {
+            hash = SHA256.hex(of: Array(url.resourceKey.utf8))
+        }
     }
 
     public var meta: String { "\(Self.namespace)meta:\(hash)" }
@@ -24,7 +33,8 @@ public struct SharedTierKeys: Sendable, Equatable {
 /// A response head as published by the fetch that holds the lease (`head:<h>:<id>`), and, with the body's length
 /// and checksum, the description of a complete body (`meta:<h>`).
 public struct SharedTierRecord: Codable, Equatable, Sendable {
-    public var version = 1
+    public static let currentVersion = 2
+    public var version = currentVersion
     public var url: String
     /// The fetch that published the pieces.
     public var fetch: String
@@ -36,9 +46,11 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
     public var expiresAt: Date
     /// Bytes per piece (the last may be shorter).
     public var pieceSize: Int
-    /// Set in a complete body's record: its length and the CRC-32 of all of it.
+    /// Set in a complete body's record: its length, the CRC-32 of all of it, and its SHA-256 (hex), which catches
+    /// pieces of two writers put together.
     public var size: Int?
     public var checksum: UInt32?
+    public var sha256: String?
 
     public init(url: String, fetch: String, head: ResponseHead, expiresAt: Date, pieceSize: Int) {
         self.url = url
@@ -62,12 +74,12 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
     /// The largest piece size a record may name.
     public static let maximumPieceSize = 64 << 20
 
-    /// The record in `bytes` if it is one of version 1 for `url` (and, for a complete body, self-consistent).
+    /// The record in `bytes` if it is one of version 2 for `url` (and, for a complete body, self-consistent).
     public static func decode(_ bytes: [UInt8], url: String, maxSize: Int = 64 << 20) -> SharedTierRecord? {
         try? check(bytes, url: url, maxSize: maxSize).get()
     }
 
-    /// The record in `bytes`, or why it is refused: not a version-1 record of `url`, or a field out of range (a date
+    /// The record in `bytes`, or why it is refused: not a version-2 record of `url`, or a field out of range (a date
     /// that is not finite or not in years 1970...9999, a length or size outside `0...maxSize`, a piece size outside
     /// `1...maximumPieceSize`, a size that disagrees with the length). Nothing in a refused value is ever used.
     public static func check(
@@ -78,7 +90,7 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
         guard let record = try? decoder.decode(SharedTierRecord.self, from: Data(bytes)) else {
             return .failure(SharedTierRefusal("not a record"))
         }
-        guard record.version == 1, record.url == url, !record.fetch.isEmpty else {
+        guard record.version == currentVersion, record.url == url, !record.fetch.isEmpty else {
             return .failure(SharedTierRefusal("a record of another version, URL or fetch"))
         }
         if let problem = record.rangeProblem(maxSize: maxSize) { return .failure(SharedTierRefusal(problem)) }
@@ -94,7 +106,15 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
             if let value, !(0...maxSize).contains(value) { return "\(name) \(value) outside 0...\(maxSize)" }
         }
         if let size, let contentLength, size != contentLength { return "size \(size) but length \(contentLength)" }
+        if let sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy(Self.isHexDigit) {
+            return "sha256 is not 64 hexadecimal digits"
+        }
+        if size != nil, sha256 == nil { return "a complete record without sha256" }
         return nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     /// The number of pieces of a complete body.
@@ -118,26 +138,27 @@ public struct SharedTierRefusal: Error, Equatable, Sendable {
     public init(_ reason: String) { self.reason = reason }
 }
 
-/// One piece of a body (`piece:<h>:<id>:<n>`): a 16-byte header (magic `IMP1`, index, length, CRC-32 of the bytes;
-/// big-endian) and the bytes.
+/// One piece of a body (`piece:<h>:<id>:<n>`): a 16-byte header (magic `IMP2`, index, length, CRC-32 of the bytes;
+/// big-endian) and the bytes; stored sealed (``SharedTierSeal``), so the key binds it to its URL, fetch and index.
 public enum SharedTierPiece {
-    static let magic: [UInt8] = Array("IMP1".utf8)
+    static let magic: [UInt8] = Array("IMP2".utf8)
 
-    /// The stored value of piece `index` holding `bytes`.
+    /// The payload of piece `index` holding `bytes` (sealed before it is stored).
     public static func encode(index: Int, bytes: [UInt8]) -> [UInt8] {
         var value = magic
-        value.reserveCapacity(16 + bytes.count)
+        value.reserveCapacity(16 + bytes.count + SharedTierSeal.codeLength)
         for field in [UInt32(index), UInt32(bytes.count), DiskCacheCRC32.checksum(bytes)] {
             withUnsafeBytes(of: field.bigEndian) { value.append(contentsOf: $0) }
         }
         return value + bytes
     }
 
-    /// The bytes of `value` if it is piece `index`, whole and unchanged; nil otherwise.
-    public static func decode(_ value: [UInt8], index: Int) -> ArraySlice<UInt8>? {
-        guard value.count >= 16, Array(value[0..<4]) == magic else { return nil }
-        func field(_ at: Int) -> UInt32 { value[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
-        let bytes = value[16...]
+    /// The bytes of the payload `value` if it is piece `index`, whole and unchanged; nil otherwise.
+    public static func decode(_ value: ArraySlice<UInt8>, index: Int) -> ArraySlice<UInt8>? {
+        let start = value.startIndex
+        guard value.count >= 16, value[start..<start + 4].elementsEqual(magic) else { return nil }
+        func field(_ at: Int) -> UInt32 { value[start + at..<start + at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        let bytes = value[(start + 16)...]
         guard field(4) == UInt32(truncatingIfNeeded: index), Int(field(8)) == bytes.count else { return nil }
         let crc = bytes.withUnsafeBytes { DiskCacheCRC32.checksum($0) }
         return crc == field(12) ? bytes : nil

@@ -8,7 +8,7 @@ struct SharedTierSession: Sendable {
     let transfer: SharedTierTransfer
     let originAllowed: Bool
 
-    private var keys: SharedTierKeys { SharedTierKeys(url: request.url) }
+    private var keys: SharedTierKeys { SharedTierKeys(url: request.url, seal: configuration.seal) }
     private var configuration: SharedTierConfiguration { tier.configuration }
 
     /// How following a fetch ended.
@@ -24,7 +24,7 @@ struct SharedTierSession: Sendable {
     }
 
     func run() {
-        if let refusal = configuration.addressPolicy.refusal(host: request.url.host) {
+        if let refusal = SharedTierFetcher.refusal(host: request.url.host, configuration.addressPolicy) {
             return transfer.complete(.refused(refusal))
         }
         if configuration.addressPolicy.denyPrivateNetworks, !resolvesToPublicAddresses() {
@@ -51,31 +51,33 @@ struct SharedTierSession: Sendable {
                     }
                 }
                 guard originAllowed else {
-                    guard let value = try storeGet(keys.lease), following == nil else {
-                        return transfer.complete(.notCached)
-                    }
-                    let holder = String(decoding: value, as: UTF8.self)
+                    guard let value = try storeGet(keys.lease), following == nil,
+                        let holder = tier.leaseHolder(value, key: keys.lease, url: request.url)
+                    else { return transfer.complete(.notCached) }
                     if try follow(holder, complete: nil, deadline: deadline) != .done { transfer.complete(.notCached) }
                     return
                 }
                 let fetch = Self.newFetchID()
                 if try tier.health.runWrite({ () throws(SharedStoreError) in
                     try tier.store.setIfAbsent(
-                        keys.lease, Array(fetch.utf8),
+                        keys.lease, tier.leaseValue(keys.lease, fetch: fetch),
                         milliseconds: Int(saturating: configuration.leaseDuration * 1000))
                 }) {
                     // The holder before may have completed the body and released the lease between the look-up
                     // above and this lease: look again, so that the fleet fetches it once.
                     guard try completeRecord(ignoring: corrupt) == nil else {
                         try storeRun { () throws(SharedStoreError) in
-                            try tier.store.delete(keys.lease, ifValue: Array(fetch.utf8))
+                            try tier.store.delete(keys.lease, ifValue: tier.leaseValue(keys.lease, fetch: fetch))
                         }
                         continue
                     }
                     return toOrigin(lease: fetch)
                 }
                 guard let value = try storeGet(keys.lease) else { continue }
-                let holder = String(decoding: value, as: UTF8.self)
+                // A lease the fleet key did not seal names no fetch worth following: the origin, at once.
+                guard let holder = tier.leaseHolder(value, key: keys.lease, url: request.url) else {
+                    return toOrigin(lease: nil)
+                }
                 guard transfer.delivered == 0 || holder == following else { return toOrigin(lease: nil) }
                 following = holder
                 tier.health.count { $0.followed += 1 }
@@ -122,7 +124,13 @@ struct SharedTierSession: Sendable {
             }
             if transfer.head != nil {
                 if let record, let size = record.size, transfer.delivered >= size {
-                    guard transfer.delivered == size, transfer.prefixChecksum == record.checksum else {
+                    guard transfer.delivered == size, transfer.prefixChecksum == record.checksum,
+                        transfer.prefixSHA256 == record.sha256
+                    else {
+                        tier.reject(
+                            key: keys.meta, url: request.url, reason: "the pieces do not make the recorded body",
+                            counting: false)
+                        try forget(record)
                         return .corrupt
                     }
                     transfer.complete(nil)
@@ -131,12 +139,19 @@ struct SharedTierSession: Sendable {
                 // After a short piece only the record can follow (it was the last one).
                 let delivered = transfer.delivered
                 let index = delivered / configuration.pieceSize
-                if delivered % configuration.pieceSize == 0, let value = try storeGet(keys.piece(fetch, index)) {
+                let key = keys.piece(fetch, index)
+                if delivered % configuration.pieceSize == 0, let value = try storeGet(key) {
                     let expected = record?.size.map { min(configuration.pieceSize, $0 - delivered) }
-                    guard let bytes = SharedTierPiece.decode(value, index: index), !bytes.isEmpty,
+                    guard let payload = configuration.seal.open(value, key: key) else {
+                        tier.reject(
+                            key: key, url: request.url, reason: "a piece not sealed with the fleet key", counting: false
+                        )
+                        return .corrupt
+                    }
+                    guard let bytes = SharedTierPiece.decode(payload, index: index), !bytes.isEmpty,
                         expected == nil || bytes.count == expected
                     else { return .corrupt }
-                    guard bytes.withUnsafeBytes({ transfer.deliver(bytes: $0) }) else { return .done }
+                    guard bytes.withUnsafeBytes({ transfer.deliver(bytes: $0, fromStore: true) }) else { return .done }
                     pause = configuration.pollMinimum
                     continue
                 }
@@ -146,7 +161,7 @@ struct SharedTierSession: Sendable {
                 record = meta
                 continue
             }
-            guard try storeGet(keys.lease) == Array(fetch.utf8) else {
+            guard try storeGet(keys.lease) == tier.leaseValue(keys.lease, fetch: fetch) else {
                 // The holder finished (its record may have been written just now) or let go.
                 if let meta = try completeRecord(), meta.fetch == fetch {
                     record = meta
@@ -160,6 +175,17 @@ struct SharedTierSession: Sendable {
         return .done
     }
 
+    /// Deletes the URL's complete record if it is still `record` (its pieces do not make its body): the next reader
+    /// fetches from the origin instead of meeting it again.
+    private func forget(_ record: SharedTierRecord) throws(SharedStoreError) {
+        guard let value = try storeGet(keys.meta),
+            let payload = configuration.seal.open(value, key: keys.meta),
+            SharedTierRecord.decode(Array(payload), url: request.url.resourceKey, maxSize: configuration.maxSize)
+                == record
+        else { return }
+        try storeRun { () throws(SharedStoreError) in try tier.store.delete(keys.meta, ifValue: value) }
+    }
+
     private func headRecord(_ fetch: String) throws(SharedStoreError) -> SharedTierRecord? {
         guard let value = try storeGet(keys.head(fetch)) else { return nil }
         guard let record = accept(value, key: keys.head(fetch)), record.fetch == fetch,
@@ -168,9 +194,14 @@ struct SharedTierSession: Sendable {
         return record
     }
 
-    /// The record in `value`, or nil with the refusal counted and logged (once per key).
+    /// The record in `value`, or nil with the refusal counted and logged (once per key): not sealed with the fleet
+    /// key for `key`, or refused by ``SharedTierRecord/check(_:url:maxSize:)``.
     private func accept(_ value: [UInt8], key: String) -> SharedTierRecord? {
-        switch SharedTierRecord.check(value, url: request.url.resourceKey, maxSize: configuration.maxSize) {
+        guard let payload = configuration.seal.open(value, key: key) else {
+            tier.reject(key: key, url: request.url, reason: "not sealed with this mount's fleet key")
+            return nil
+        }
+        switch SharedTierRecord.check(Array(payload), url: request.url.resourceKey, maxSize: configuration.maxSize) {
         case .success(let record): return record
         case .failure(let refusal):
             tier.reject(key: key, url: request.url, reason: refusal.reason)

@@ -13,6 +13,7 @@ final class SharedTierTransfer: TransferHandle, Sendable {
         var head: ResponseHead?
         var delivered = 0
         var prefixChecksum: UInt32 = 0
+        var digest = SHA256()
         var inner: (any TransferHandle)?
     }
 
@@ -30,6 +31,13 @@ final class SharedTierTransfer: TransferHandle, Sendable {
     var head: ResponseHead? { state.withLock { $0.head } }
     var delivered: Int { state.withLock { $0.delivered } }
     var prefixChecksum: UInt32 { state.withLock { $0.prefixChecksum } }
+    /// The SHA-256 (hex) of the body bytes read from the store and handed over so far.
+    var prefixSHA256: String { Self.hex(state.withLock { $0.digest }.finish()) }
+
+    /// `bytes` in lower-case hexadecimal.
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
 
     /// Hands over the head; false when the transfer is over (finished, or the observer stopped it).
     func deliver(head: ResponseHead) -> Bool {
@@ -43,13 +51,15 @@ final class SharedTierTransfer: TransferHandle, Sendable {
         return observer.transferDidReceive(head: head) || stop()
     }
 
-    /// Hands over body bytes; false when the transfer is over.
-    func deliver(bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Hands over body bytes (`fromStore`: read from the store, and added to ``prefixSHA256``); false when the
+    /// transfer is over.
+    func deliver(bytes: UnsafeRawBufferPointer, fromStore: Bool = false) -> Bool {
         guard
             state.withLock({ state -> Bool in
                 guard !state.finished else { return false }
                 state.delivered += bytes.count
                 state.prefixChecksum = DiskCacheCRC32.update(state.prefixChecksum, with: bytes)
+                if fromStore { state.digest.update(bytes) }
                 return true
             })
         else { return false }

@@ -1,8 +1,31 @@
 /// SHA-256 (FIPS 180-4) of a byte sequence, written out so the core needs no crypto library.
 ///
-/// Used to name long URLs and cache entries; it is not used for anything secret. `SHA256.hex(of:)` gives the
-/// 64-character lower-case digest.
+/// Used to name long URLs and cache entries, and under HMAC (``HMACSHA256``) to seal the shared tier's values.
+/// `SHA256.hex(of:)` gives the 64-character lower-case digest. The executable may install a faster compression
+/// function (``install(_:)``: OpenSSL's, which uses the processor's SHA instructions), used for runs of at least
+/// ``installedMinimumBlocks`` blocks.
 public struct SHA256: Sendable {
+    /// A compression function: applies `blocks` (a whole number of 64-byte blocks) to the eight state words.
+    public typealias Compression = @Sendable (UnsafeMutablePointer<UInt32>, UnsafeRawBufferPointer) -> Void
+
+    /// An installed implementation (a class, so that reading it back hands out the same closure).
+    private final class Implementation: Sendable {
+        let compress: Compression
+
+        init(_ compress: @escaping Compression) { self.compress = compress }
+    }
+
+    private static let installed = Locked<Implementation?>(nil)
+    /// Shorter runs are compressed here (asking for the installed function costs a lock).
+    public static let installedMinimumBlocks = 16
+
+    /// From now on runs of blocks are compressed by `compress`, which must do what the FIPS 180-4 compression
+    /// function does to each block in turn.
+    public static func install(_ compress: @escaping Compression) {
+        let implementation = Implementation(compress)
+        installed.withLock { $0 = implementation }
+    }
+
     private var state: [UInt32] = [
         0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
     ]
@@ -29,6 +52,12 @@ public struct SHA256: Sendable {
             guard pending.count == 64 else { return }
             pending.withUnsafeBytes { compress($0) }
             pending.removeAll(keepingCapacity: true)
+        }
+        let blocks = rest.count / 64
+        if blocks >= Self.installedMinimumBlocks, let implementation = Self.installed.withLock({ $0 }) {
+            let run = UnsafeRawBufferPointer(rebasing: rest.prefix(blocks * 64))
+            state.withUnsafeMutableBufferPointer { implementation.compress($0.baseAddress!, run) }
+            rest = rest.dropFirst(blocks * 64)
         }
         while rest.count >= 64 {
             compress(UnsafeRawBufferPointer(rebasing: rest.prefix(64)))

@@ -161,7 +161,8 @@ public final class VariantStore: Sendable {
     func key(_ size: Int, _ url: ImageURL) -> String {
         let id = VariantID(size: size, url: url)
         if let key = keys.withLock({ $0[id] }) { return key }
-        let key = SHA256.hex(of: "imgfs-variant/\(size)/\(url.resourceKey)".utf8)
+        let scope = url.credentialScope.map { "\($0)/" } ?? ""
+        let key = SHA256.hex(of: "imgfs-variant/\(size)/\(scope)\(url.resourceKey)".utf8)
         keys.withLock { keys in
             if keys.count >= Self.rememberedKeys { keys.removeAll(keepingCapacity: true) }
             keys[id] = key

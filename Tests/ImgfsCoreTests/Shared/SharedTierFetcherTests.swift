@@ -173,13 +173,108 @@ struct SharedTierFetcherTests {
             url: "http://a/x.png", fetch: "f1", head: head, expiresAt: expiresAt,
             pieceSize: 16)
         record.size = 3
+        #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/x.png") == nil, "complete without sha256")
+        record.sha256 = String(repeating: "0f", count: 32)
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/x.png") == record)
         #expect(SharedTierRecord.decode(record.encoded(), url: "http://a/y.png") == nil)
         #expect(SharedTierRecord.decode(Array("garbage".utf8), url: "http://a/x.png") == nil)
         let piece = SharedTierPiece.encode(index: 2, bytes: [1, 2, 3])
-        #expect(SharedTierPiece.decode(piece, index: 2).map(Array.init) == [1, 2, 3])
-        #expect(SharedTierPiece.decode(piece, index: 3) == nil)
-        #expect(SharedTierPiece.decode(piece.dropLast() + [9], index: 2) == nil)
+        #expect(SharedTierPiece.decode(piece[...], index: 2).map(Array.init) == [1, 2, 3])
+        #expect(SharedTierPiece.decode(piece[...], index: 3) == nil)
+        #expect(SharedTierPiece.decode((piece.dropLast() + [9])[...], index: 2) == nil)
+    }
+
+    @Test("a sealed value opens only under its fleet key and its own store key")
+    func seals() {
+        let seal = SharedTierSeal(key: Array("a fleet key of 24 bytes!".utf8))
+        let value = seal.seal([1, 2, 3], key: "imgfs:v2:meta:a")
+        #expect(seal.open(value, key: "imgfs:v2:meta:a").map(Array.init) == [1, 2, 3])
+        #expect(seal.open(value, key: "imgfs:v2:meta:b") == nil, "moved to another key")
+        #expect(SharedTierSeal(key: Array("another fleet key, 24 b.".utf8)).open(value, key: "imgfs:v2:meta:a") == nil)
+        #expect(SharedTierSeal().open(value, key: "imgfs:v2:meta:a") == nil, "a mount without the key")
+        var altered = value
+        altered[1] ^= 1
+        #expect(seal.open(altered, key: "imgfs:v2:meta:a") == nil)
+        #expect(seal.open(Array(value.prefix(31)), key: "imgfs:v2:meta:a") == nil)
+    }
+
+    @Test("pieces sealed with the fleet key that do not make the recorded body fail the SHA-256 check and are dropped")
+    func mixedWriters() throws {
+        let seal = SharedTierSeal(key: Array("the one fleet key here".utf8))
+        let keys = SharedTierKeys(url: url)
+        // Another writer's piece 1 under A's fetch (its own CRC right, sealed with the key); or a record whose SHA-256
+        // is not the pieces' (its CRC-32 is: only the SHA-256 tells).
+        let damages: [(String, (FakeSharedStore) throws -> Void)] = [
+            (
+                "piece",
+                { store in
+                    for key in store.keys where key.contains(":piece:") && key.hasSuffix(":1") {
+                        let piece = SharedTierPiece.encode(index: 1, bytes: Array(repeating: 9, count: 16))
+                        store.put(key, seal.seal(piece, key: key))
+                    }
+                }
+            ),
+            (
+                "sha256",
+                { store in
+                    let value = try #require(store.value(keys.meta))
+                    let payload = try #require(seal.open(value, key: keys.meta))
+                    var record = try #require(SharedTierRecord.decode(Array(payload), url: url.resourceKey))
+                    record.sha256 = String(repeating: "ab", count: 32)
+                    store.put(keys.meta, seal.seal(record.encoded(), key: keys.meta))
+                }
+            )
+        ]
+        for (name, damage) in damages {
+            let store = FakeSharedStore()
+            let originA = ManualFetcher()
+            let a = tier(store, origin: originA) { $0.seal = seal }
+            _ = fetch(a, respond: { $0.respond(body: Self.png) }, origin: originA)
+            #expect(Poll.until(timeout: 10, interval: 0.002) { a.counters.published == 1 })
+            try damage(store)
+            let damaged = store.value(keys.meta)
+            let originB = ManualFetcher()
+            let b = tier(store, origin: originB) { $0.seal = seal }
+            let second = fetch(b, respond: { $0.respond(body: Self.png) }, origin: originB)
+            let bytes = second.completeBytes?.copyBytes(offset: 0, count: Self.png.count)
+            // The origin is asked: when the bytes streamed were not its own the transfer fails (never cached); when
+            // they were, it completes with them.
+            #expect(originB.transfers.count == 1, "\(name)")
+            #expect(bytes == (name == "piece" ? nil : Self.png), "\(name)")
+            #expect(b.counters.rejected >= 1, "\(name)")
+            #expect(b.counters.hits == 0, "\(name)")
+            #expect(store.value(keys.meta) != damaged, "\(name): the record whose pieces do not make its body is gone")
+        }
+    }
+
+    @Test("a lease not sealed with the fleet key is not followed: the origin at once, counted")
+    func forgedLease() {
+        let store = FakeSharedStore()
+        store.put(SharedTierKeys(url: url).lease, Array("0123-abcd".utf8))
+        let origin = ManualFetcher()
+        let seal = SharedTierSeal(key: Array("the one fleet key here".utf8))
+        let fetcher = tier(store, origin: origin) { $0.seal = seal }
+        let download = fetch(fetcher, respond: { $0.respond(body: Self.png) }, origin: origin)
+        #expect(origin.transfers.count == 1)
+        #expect(download.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
+        #expect(fetcher.counters.rejected == 1)
+        #expect(fetcher.counters.followed == 0)
+    }
+
+    @Test("values sealed with another fleet key are ignored, counted, and the origin asked")
+    func foreignFleetKey() {
+        let store = FakeSharedStore()
+        let originA = ManualFetcher()
+        let a = tier(store, origin: originA) { $0.seal = SharedTierSeal(key: Array("fleet key number one".utf8)) }
+        _ = fetch(a, respond: { $0.respond(body: Self.png) }, origin: originA)
+        #expect(Poll.until(timeout: 10, interval: 0.002) { a.counters.published == 1 })
+        let originB = ManualFetcher()
+        let b = tier(store, origin: originB) { $0.seal = SharedTierSeal(key: Array("fleet key number two".utf8)) }
+        let second = fetch(b, respond: { $0.respond(body: Self.png) }, origin: originB)
+        #expect(originB.transfers.count == 1)
+        #expect(second.completeBytes?.copyBytes(offset: 0, count: Self.png.count) == Self.png)
+        #expect(b.counters.rejected >= 1)
+        #expect(b.counters.hits == 0)
     }
 }
 

@@ -84,6 +84,20 @@ final class RedisServer: @unchecked Sendable {
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Sets `key` to the bytes `value` exactly (any bytes: given to redis-cli on its standard input, `-x`).
+    func set(_ key: String, bytes value: [UInt8]) throws {
+        let file = "/tmp/imgfs-redis-value-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data(value).write(to: URL(fileURLWithPath: file))
+        let auth = password.map { " -a '\($0)' --no-auth-warning" } ?? ""
+        let result = try ChildProcess.run(
+            "/bin/sh", ["-c", "'\(Self.cliPath)' -h 127.0.0.1 -p \(port)\(auth) -x SET '\(key)' < '\(file)'"],
+            timeout: 10)
+        guard result.status == 0, result.output.hasPrefix("OK") else {
+            throw Failure(description: "redis-cli -x SET \(key): \(result.output)")
+        }
+    }
+
     /// The keys matching `pattern`.
     func keys(_ pattern: String) throws -> [String] {
         try cli("--scan", "--pattern", pattern).split(separator: "\n").map(String.init)
