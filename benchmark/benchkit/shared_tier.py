@@ -17,16 +17,20 @@ from .systems import Imgfs
 
 
 class SharedImgfs(Imgfs):
-    """imgfs with --shared-cache pointing at the benchmark's Redis."""
+    """imgfs with --shared-cache pointing at the benchmark's Redis, every value sealed with a fleet key of the run's
+    (--shared-cache-key-file, as docs/SHARED-CACHE.md recommends for a fleet)."""
     name = "imgfs-shared"
 
     def __init__(self, bench, binary, redis_url):
         super().__init__(bench, binary)
         self.redis_url = redis_url
+        self.key_file = os.path.join(bench.work, "fleet.key")
+        with open(os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as key:
+            key.write(os.urandom(32).hex())
 
     def command(self, origin_url, mountpoint, cache):
         return super().command(origin_url, mountpoint, cache) + [
-            "--shared-cache", self.redis_url, "--shared-max-size", "128M"]
+            "--shared-cache", self.redis_url, "--shared-max-size", "128M", "--shared-cache-key-file", self.key_file]
 
 
 class Redis:
