@@ -8,9 +8,10 @@ import ImgfsCore
 /// Guarantees: work runs one item at a time in submission order; ``drain()`` returns after everything submitted before
 /// it has run, however busy the machine is (nice 19 still gets CPU time). The thread keeps the worker alive for the
 /// rest of the process (a daemon has one).
-public final class LowPriorityWorker: SerialWorker, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var queue: [@Sendable () -> Void] = []
+public final class LowPriorityWorker: SerialWorker, Sendable {
+    private let queue = Locked<[@Sendable () -> Void]>([])
+    /// Signalled once per submitted item.
+    private let submitted = DispatchSemaphore(value: 0)
 
     /// Starts the thread, named `name`; falls back to running work at normal priority when it cannot be lowered.
     public init(name: String) throws {
@@ -22,10 +23,8 @@ public final class LowPriorityWorker: SerialWorker, @unchecked Sendable {
     }
 
     public func submit(_ work: @escaping @Sendable () -> Void) {
-        condition.lock()
-        queue.append(work)
-        condition.signal()
-        condition.unlock()
+        queue.withLock { $0.append(work) }
+        submitted.signal()
     }
 
     public func drain() {
@@ -36,11 +35,13 @@ public final class LowPriorityWorker: SerialWorker, @unchecked Sendable {
 
     private func run() {
         while true {
-            condition.lock()
-            while queue.isEmpty { condition.wait() }
-            let batch = queue
-            queue.removeAll()
-            condition.unlock()
+            submitted.wait()
+            // Everything queued by now runs in this turn, in order; the signals of the items it takes are consumed
+            // by the turns that follow, which then find the queue empty.
+            let batch = queue.withLock { queue in
+                defer { queue.removeAll() }
+                return queue
+            }
             batch.forEach { $0() }
         }
     }
