@@ -12,11 +12,7 @@ struct CallerAccessTests {
     private let url = "http://127.0.0.1/a.png?token=secret"
 
     init() {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
+        let repository = ImageRepository.forTests(fetcher: fetcher)
         var settings = ImageFilesystem.Configuration()
         settings.owner = 1000
         filesystem = ImageFilesystem(

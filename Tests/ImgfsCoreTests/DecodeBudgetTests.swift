@@ -35,15 +35,7 @@ struct DecodeBudgetTests {
 
     /// A store whose images' memory budget (and so its decode budget) is 1 MiB, with 2 workers.
     func store(_ maker: CostlyMaker) -> VariantStore {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
-        return VariantStore(
-            repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            workers: VariantWorkers(count: 2), configuration: VariantStore.Configuration(),
-            logger: .init(label: "test"))
+        .forTests(fetcher: fetcher, maker: maker)
     }
 
     @Test("admitted while the sum fits, refused over the limit, parked otherwise and retried when one ends")

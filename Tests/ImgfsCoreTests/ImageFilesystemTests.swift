@@ -9,11 +9,7 @@ struct ImageFilesystemTests {
     private let registry = LongNameRegistry()
 
     init() {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
+        let repository = ImageRepository.forTests(fetcher: fetcher)
         filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
     }
 

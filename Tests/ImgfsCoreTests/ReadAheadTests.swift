@@ -12,11 +12,7 @@ struct ReadAheadTests {
     }
 
     func setUpWithRepository(depth: Int) throws -> (ReadAhead, ImageList, ImageRepository) {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
+        let repository = ImageRepository.forTests(fetcher: fetcher)
         let entries = try (1...100).map {
             ImageList.Entry(name: "\($0)", url: try ImageURL("http://127.0.0.1/\($0).png"))
         }

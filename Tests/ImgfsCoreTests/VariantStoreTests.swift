@@ -38,15 +38,7 @@ struct VariantStoreTests {
     let url = try! ImageURL("http://127.0.0.1/a.png")
 
     func store(_ maker: CountingMaker, disk: FakeDisk? = FakeDisk()) -> VariantStore {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
-        return VariantStore(
-            repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: disk,
-            workers: VariantWorkers(count: 2), configuration: VariantStore.Configuration(),
-            logger: .init(label: "test"))
+        .forTests(fetcher: fetcher, maker: maker, disk: disk)
     }
 
     /// Waits (up to 5 s) until `replies` has `count` values.

@@ -11,11 +11,7 @@ struct WaitingLookupTests {
     private let filesystem: ImageFilesystem
 
     init() {
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"))
+        repository = ImageRepository.forTests(fetcher: fetcher)
         filesystem = ImageFilesystem(
             repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))
@@ -101,13 +97,9 @@ struct WaitingLookupTests {
     @Test("a new body makes an earlier preload stale, and the next open hands over the new bytes")
     func preloadAfterChange() throws {
         let clock = TestClock()
-        var configuration = ImageRepository.Configuration()
-        configuration.limits.requireImage = false
-        configuration.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false)
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            configuration: configuration, logger: .init(label: "test"),
-            now: { [clock] in clock.now })
+        let repository = ImageRepository.forTests(fetcher: fetcher, now: { [clock] in clock.now }) {
+            $0.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false)
+        }
         let filesystem = ImageFilesystem(
             repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))
