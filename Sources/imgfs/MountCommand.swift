@@ -147,7 +147,7 @@ struct MountCommand: ParsableCommand {
         if fuseOptions.contains("allow_other") && !fuseOptions.contains("default_permissions") {
             fuseOptions.append("default_permissions")
         }
-        var fetcherConfiguration = network.fetcherConfiguration(
+        var fetcherConfiguration = try network.fetcherConfiguration(
             fuseOptions: fuseOptions,
             userAgent: "imgfs/\(Imgfs.version)")
         requests.applyProxy(to: &fetcherConfiguration)

@@ -21,14 +21,14 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Threads receiving transfers, each with its own connections; by default one per core, at most 4.")
     var fetchThreads = FetcherConfiguration.defaultFetchThreads
 
-    @Option(help: "Seconds to wait for a connection.")
-    var connectTimeout = 10.0
+    @Option(help: "How long to wait for a connection, e.g. 10s, 500ms.")
+    var connectTimeout = "10s"
 
-    @Option(help: "Seconds a transfer may stay below 1 KiB/s before it is abandoned.")
-    var stallTimeout = 30
+    @Option(help: "How long a transfer may stay below 1 KiB/s before it is abandoned, e.g. 30s.")
+    var stallTimeout = "30s"
 
-    @Option(help: "Seconds a whole transfer may take.")
-    var timeout = 120.0
+    @Option(help: "How long a whole transfer may take, e.g. 120s, 2m.")
+    var timeout = "120s"
 
     @Option(help: "Retries of transient failures (connect errors, resets, 5xx, 429), with exponential backoff.")
     var retries = 3
@@ -55,9 +55,13 @@ struct NetworkOptions: ParsableArguments {
         guard maxTransfers > 0, maxTransfersPerHost > 0, maxStreamsPerConnection > 0, fetchThreads > 0 else {
             throw ValidationError("limits must be at least 1")
         }
-        guard retries >= 0, stallTimeout > 0, timeout > 0, connectTimeout > 0 else {
-            throw ValidationError("timeouts must be positive and --retries at least 0")
+        for (text, option) in [
+            (connectTimeout, "--connect-timeout"), (stallTimeout, "--stall-timeout"), (timeout, "--timeout")
+        ]
+        where try seconds(text, option) <= 0 {
+            throw ValidationError("\(option) must be positive")
         }
+        guard retries >= 0 else { throw ValidationError("--retries must be at least 0") }
         _ = try maxBytes()
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file: cannot read \(caFile)")
@@ -65,6 +69,12 @@ struct NetworkOptions: ParsableArguments {
         for pattern in allowHost where !AddressPolicy.isValidHostPattern(pattern) {
             throw ValidationError("--allow-host: not a host pattern: \(pattern)")
         }
+    }
+
+    /// The duration `text` of `option` in seconds (`90`, `90s`, `500ms`, `2m`: ``Quantity/seconds(_:)``).
+    func seconds(_ text: String, _ option: String) throws -> TimeInterval {
+        guard let value = Quantity.seconds(text) else { throw ValidationError("\(option): not a duration: \(text)") }
+        return value
     }
 
     func maxBytes() throws -> Int {
@@ -75,15 +85,15 @@ struct NetworkOptions: ParsableArguments {
     }
 
     /// The fetcher's settings; private networks are refused when asked or when other users can reach the mount.
-    func fetcherConfiguration(fuseOptions: [String], userAgent: String) -> FetcherConfiguration {
+    func fetcherConfiguration(fuseOptions: [String], userAgent: String) throws -> FetcherConfiguration {
         var configuration = FetcherConfiguration()
         configuration.maxTransfers = maxTransfers
         configuration.maxTransfersPerHost = maxTransfersPerHost
         configuration.streamsPerConnection = maxStreamsPerConnection
         configuration.fetchThreads = fetchThreads
-        configuration.connectTimeout = connectTimeout
-        configuration.stallSeconds = stallTimeout
-        configuration.totalTimeout = timeout
+        configuration.connectTimeout = try seconds(connectTimeout, "--connect-timeout")
+        configuration.stallSeconds = max(1, Int((try seconds(stallTimeout, "--stall-timeout")).rounded(.up)))
+        configuration.totalTimeout = try seconds(timeout, "--timeout")
         configuration.retries = retries
         configuration.insecure = insecure
         configuration.caFile = caFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path }

@@ -53,9 +53,9 @@ struct SharedCacheOptions: ParsableArguments {
         var configuration = try tierSettings()
         configuration.expiry = expiry
         configuration.addressPolicy =
-            network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
+            try network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
             .addressPolicy
-        configuration.waitLimit = network.timeout
+        configuration.waitLimit = try network.seconds(network.timeout, "--timeout")
         configuration.requireImage = try network.limits().requireImage
         configuration.seal = SharedTierSeal(key: try fleetKey())
         if !configuration.seal.isKeyed {
@@ -128,9 +128,8 @@ struct SharedCacheOptions: ParsableArguments {
         return address
     }
 
-    /// `50ms`, `0.2s`, `5s`, `1m` in seconds.
+    /// `50ms`, `0.2s`, `5s`, `1m` in seconds (``Quantity/seconds(_:)``).
     static func duration(_ text: String, _ option: String) throws -> TimeInterval {
-        if text.hasSuffix("ms"), let value = Double(text.dropLast(2)), value >= 0 { return value / 1000 }
         guard let value = Quantity.seconds(text) else { throw ValidationError("\(option): not a duration: \(text)") }
         return value
     }

@@ -23,6 +23,7 @@ struct QuantityTests {
         #expect(Quantity.seconds("24h") == 86400)
         #expect(Quantity.seconds("7d") == 604800)
         #expect(Quantity.seconds("1.5s") == 1.5)
+        #expect(Quantity.seconds("250ms") == 0.25)
         #expect(Quantity.seconds("soon") == nil)
     }
 }

@@ -26,10 +26,10 @@ public enum Quantity {
         return Int(bytes)
     }
 
-    /// Seconds from `90`, `90s`, `30m`, `24h`, `7d`, or nil.
+    /// Seconds from `90`, `90s`, `250ms`, `30m`, `24h`, `7d`, or nil.
     public static func seconds(_ text: String) -> Double? {
         let (number, unit) = split(text)
-        let factors: [String: Double] = ["": 1, "s": 1, "m": 60, "h": 3600, "d": 86400]
+        let factors: [String: Double] = ["": 1, "s": 1, "ms": 0.001, "m": 60, "h": 3600, "d": 86400]
         guard let value = number, value >= 0, let factor = factors[unit.lowercased()] else { return nil }
         let seconds = value * factor
         return seconds.isFinite && seconds <= maximumSeconds ? seconds : nil
