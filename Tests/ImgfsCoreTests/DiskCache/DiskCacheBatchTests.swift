@@ -23,6 +23,20 @@ struct DiskCacheBatchTests {
         }
     }
 
+    @Test("a batch larger than the size limit leaves the cache within it, keeping the batch's last entries")
+    func batchOverTheLimit() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let cache = try fixture.open(sizeLimit: 10_000, durable: true)
+        try cache.store(Fixture.record("https://example.com/old.png"), body: Fixture.body(3_000, seed: 9))
+        let items = (0..<6).map { (url: "https://example.com/\($0).png", body: Fixture.body(3_000, seed: $0)) }
+        _ = storeBatch(cache, items)
+        #expect(cache.totalBytes <= 10_000, "\(cache.totalBytes) bytes kept")
+        #expect(cache.count == 3)
+        for index in 3..<6 { #expect(try cache.readAll(key: Fixture.key(items[index].url)) == items[index].body) }
+        #expect(fixture.files().count == 6, "the evicted entries' files are gone")
+    }
+
     @Test("a durable batch stores, replaces and keeps entries as single stores do; a reopened cache verifies them")
     func storesLikeSingleStores() throws {
         let fixture = try Fixture()

@@ -142,6 +142,9 @@ extension DiskCache {
             for replaced in write.replaced { _removeFile(replaced) }
             results[write.position] = .success(write.stored)
         }
+        // Room was made for the batch before it was placed, but a batch larger than the limit still went in whole:
+        // the least recently used entries, the batch's own first ones included, go until the total fits.
+        _removeFiles(of: withIndex { _makeRoom(for: nil, size: 0, in: &$0) })
     }
 
     /// Syncs the file system for `writes`; when that fails, undoes each and records the failure.
