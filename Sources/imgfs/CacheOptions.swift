@@ -67,12 +67,8 @@ struct CacheOptions: ParsableArguments {
         guard let policy = CachePolicy(rawValue: policy) else {
             throw ValidationError("--policy: one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard let lifetime = Quantity.seconds(expire) else {
-            throw ValidationError("--expire: not a duration: \(expire)")
-        }
-        guard let negative = Quantity.seconds(negativeTtl) else {
-            throw ValidationError("--negative-ttl: not a duration: \(negativeTtl)")
-        }
+        let lifetime = try OptionValue.duration(expire, "--expire")
+        let negative = try OptionValue.duration(negativeTtl, "--negative-ttl")
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         // One use (lookup, stat, open, reads) sees one attempt even with --retry-failed.
@@ -83,9 +79,6 @@ struct CacheOptions: ParsableArguments {
     /// `--max-stale` in seconds, or nil when expired images stay until the disk cap evicts them.
     func keepExpired() throws -> TimeInterval? {
         guard let maxStale else { return nil }
-        guard let seconds = Quantity.seconds(maxStale) else {
-            throw ValidationError("--max-stale: not a duration: \(maxStale)")
-        }
-        return seconds
+        return try OptionValue.duration(maxStale, "--max-stale")
     }
 }

@@ -58,7 +58,7 @@ struct NetworkOptions: ParsableArguments {
         for (text, option) in [
             (connectTimeout, "--connect-timeout"), (stallTimeout, "--stall-timeout"), (timeout, "--timeout")
         ]
-        where try seconds(text, option) <= 0 {
+        where try OptionValue.duration(text, option) <= 0 {
             throw ValidationError("\(option) must be positive")
         }
         guard retries >= 0 else { throw ValidationError("--retries must be at least 0") }
@@ -69,12 +69,6 @@ struct NetworkOptions: ParsableArguments {
         for pattern in allowHost where !AddressPolicy.isValidHostPattern(pattern) {
             throw ValidationError("--allow-host: not a host pattern: \(pattern)")
         }
-    }
-
-    /// The duration `text` of `option` in seconds (`90`, `90s`, `500ms`, `2m`: ``Quantity/seconds(_:)``).
-    func seconds(_ text: String, _ option: String) throws -> TimeInterval {
-        guard let value = Quantity.seconds(text) else { throw ValidationError("\(option): not a duration: \(text)") }
-        return value
     }
 
     func maxBytes() throws -> Int {
@@ -91,9 +85,10 @@ struct NetworkOptions: ParsableArguments {
         configuration.maxTransfersPerHost = maxTransfersPerHost
         configuration.streamsPerConnection = maxStreamsPerConnection
         configuration.fetchThreads = fetchThreads
-        configuration.connectTimeout = try seconds(connectTimeout, "--connect-timeout")
-        configuration.stallSeconds = max(1, Int((try seconds(stallTimeout, "--stall-timeout")).rounded(.up)))
-        configuration.totalTimeout = try seconds(timeout, "--timeout")
+        configuration.connectTimeout = try OptionValue.duration(connectTimeout, "--connect-timeout")
+        configuration.stallSeconds = max(
+            1, Int((try OptionValue.duration(stallTimeout, "--stall-timeout")).rounded(.up)))
+        configuration.totalTimeout = try OptionValue.duration(timeout, "--timeout")
         configuration.retries = retries
         configuration.insecure = insecure
         configuration.caFile = caFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path }

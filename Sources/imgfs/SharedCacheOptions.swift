@@ -55,7 +55,7 @@ struct SharedCacheOptions: ParsableArguments {
         configuration.addressPolicy =
             try network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
             .addressPolicy
-        configuration.waitLimit = try network.seconds(network.timeout, "--timeout")
+        configuration.waitLimit = try OptionValue.duration(network.timeout, "--timeout")
         configuration.requireImage = try network.limits().requireImage
         configuration.seal = SharedTierSeal(key: try fleetKey())
         if !configuration.seal.isKeyed {
@@ -65,7 +65,7 @@ struct SharedCacheOptions: ParsableArguments {
                 write to this Redis can replace images for every mount
                 """)
         }
-        let store = RedisStore(address: address, timeout: try Self.duration(sharedTimeout, "--shared-timeout"))
+        let store = RedisStore(address: address, timeout: try OptionValue.duration(sharedTimeout, "--shared-timeout"))
         do {
             try store.ping()
             logger.notice("shared cache: \(address)")
@@ -83,9 +83,9 @@ struct SharedCacheOptions: ParsableArguments {
             throw ValidationError("--shared-max-size: not a size: \(sharedMaxSize)")
         }
         configuration.maxSize = bytes
-        configuration.leaseDuration = try Self.duration(sharedLease, "--shared-lease")
+        configuration.leaseDuration = try OptionValue.duration(sharedLease, "--shared-lease")
         guard configuration.leaseDuration >= 0.1 else { throw ValidationError("--shared-lease: at least 100ms") }
-        guard try Self.duration(sharedTimeout, "--shared-timeout") > 0 else {
+        guard try OptionValue.duration(sharedTimeout, "--shared-timeout") > 0 else {
             throw ValidationError("--shared-timeout must be positive")
         }
         return configuration
@@ -126,11 +126,5 @@ struct SharedCacheOptions: ParsableArguments {
             address.password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return address
-    }
-
-    /// `50ms`, `0.2s`, `5s`, `1m` in seconds (``Quantity/seconds(_:)``).
-    static func duration(_ text: String, _ option: String) throws -> TimeInterval {
-        guard let value = Quantity.seconds(text) else { throw ValidationError("\(option): not a duration: \(text)") }
-        return value
     }
 }
