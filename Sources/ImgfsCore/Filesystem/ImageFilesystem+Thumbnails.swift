@@ -39,9 +39,8 @@ extension ImageFilesystem {
     func lookupVariant(_ size: Int, _ url: ImageURL) -> Entry {
         let inode = inodes.lookUp(.thumbnail(.image(size: size, url: url)))
         variants?.variant(size, of: url, refresh: true) { _ in }
-        if case .memory(let image)? = variants?.report(size, of: url).variant {
-            return imageEntry(inode, image.metadata)
-        }
+        // A variant that is made anywhere answers with its size: a size 0 would cut short the reads under way.
+        if let made = variants?.report(size, of: url).variant { return imageEntry(inode, made.metadata) }
         return unknownSizeEntry(inode)
     }
 

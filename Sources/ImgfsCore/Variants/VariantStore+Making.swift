@@ -173,14 +173,20 @@ extension VariantStore {
                 contentType: metadata.contentType, etag: validator,
                 lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                 expiresAt: image.expiresAt, lastAccess: now())
-            let write: @Sendable () -> Void = { [logger] in
+            let write: @Sendable () -> Void = { [logger, state] in
                 do {
                     try made.bytes.withUnsafeBytes { _ = try disk.store(record, body: $0) }
                 } catch {
                     logger.warning("could not write a variant to the disk cache: \(error)", metadata: ["url": "\(url)"])
                 }
+                state.withLock { if $0.pendingWrites[key]?.bytes === image.bytes { $0.pendingWrites[key] = nil } }
             }
-            if inMemory { diskWrites.async(execute: write) } else { write() }
+            if inMemory {
+                state.withLock { $0.pendingWrites[key] = image }
+                diskWrites.async(execute: write)
+            } else {
+                write()
+            }
         }
         if let previous, previous.metadata.etag != validator { replaced(size, url) }
         return .memory(image)

@@ -44,15 +44,17 @@ extension VariantStore {
     {
         let key = key(size, url)
         let error = state.withLock { $0.lastErrors[key] }
-        if let image = memory.peek(key) { return (.memory, .memory(image), error) }
-        if let record = disk?.record(forKey: key) { return (.disk, .disk(record), error) }
-        return (nil, nil, error)
+        switch cachedVariant(key, counting: false) {
+        case .memory(let image)?: return (.memory, .memory(image), error)
+        case .disk(let record)?: return (.disk, .disk(record), error)
+        case nil: return (nil, nil, error)
+        }
     }
 
     /// The last failure of the variant when it is not cached and not being made (never makes anything).
     public func knownFailure(_ size: Int, of url: ImageURL) -> VariantError? {
         let key = key(size, url)
-        guard memory.peek(key) == nil, disk?.record(forKey: key) == nil else { return nil }
+        if cachedVariant(key, counting: false) != nil { return nil }
         return state.withLock { $0.waiting[key] == nil ? $0.lastErrors[key] : nil }
     }
 

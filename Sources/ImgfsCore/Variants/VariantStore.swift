@@ -66,6 +66,8 @@ public final class VariantStore: Sendable {
         var failures: [String: (error: VariantError, validator: String)] = [:]
         /// The last failure of each variant until it is made (for `user.imgfs.error`); bounded.
         var lastErrors: [String: VariantError] = [:]
+        /// Variants made and not yet on disk: still found when the memory cache let them go meanwhile.
+        var pendingWrites: [String: CachedImage] = [:]
     }
 
     public let configuration: Configuration
@@ -191,6 +193,7 @@ public final class VariantStore: Sendable {
 
     func cachedVariant(_ key: String, counting: Bool) -> Variant? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        if let image = state.withLock({ $0.pendingWrites[key] }) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
     }
 
