@@ -1,20 +1,23 @@
 // swift-tools-version:6.0
-// The layers, each depending only on the ones above it:
+// The layers, each depending only on the ones above it (the compiler checks it: a target sees only what it depends on):
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims, CVips,
 //   CVipsShims, CHiredis,
 //   CCRC32, CTmpfsShims       C interop only
-//   ImgfsCore                 naming, fetching, caching, filesystem logic; imports no C interop target (the disk
-//                             cache's system calls go through one wrapper, DiskCacheIO, which retries EINTR and
-//                             throws typed errors)
+//   ImgfsModel                values: URLs and names, errors, metadata, request rules, address rules, signatures
+//   ImgfsStore                the disk cache: records, the index, atomic writes, scanning (ImgfsModel)
+//   ImgfsPipeline             downloads, the in-flight table, remembered failures, the memory cache and the tiers,
+//                             the disk-write queue, the shared tier, variants (ImgfsModel, ImgfsStore)
+//   ImgfsFilesystem           the file system without FUSE: inodes, the views img/, lists/, hosts/, thumb/, .imgfs/,
+//                             lists and read-ahead, statistics (ImgfsModel, ImgfsStore, ImgfsPipeline)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
 //                             shared memory for image bodies (a private tmpfs in large pages, or memfds), worker
 //                             threads and their signal masks, the CRC-32 of the processor's carry-less
 //                             multiplication (+ CCRC32, CTmpfsShims)
-//   ImgfsCurl                 the libcurl multi fetcher (ImgfsCore, ImgfsSystem + CCurlShims)
-//   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsCore, ImgfsSystem + CFuse)
-//   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsCore + CVipsShims)
-//   ImgfsRedis                the shared tier's store on Redis through hiredis (ImgfsCore + CHiredis)
+//   ImgfsCurl                 the libcurl multi fetcher (ImgfsPipeline, ImgfsSystem + CCurlShims)
+//   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsFilesystem, ImgfsSystem + CFuse)
+//   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsPipeline + CVipsShims)
+//   ImgfsRedis                the shared tier's store on Redis through hiredis (ImgfsPipeline + CHiredis)
 //   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse, ImgfsVips and ImgfsRedis together
 import PackageDescription
 
@@ -40,20 +43,35 @@ let package = Package(
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "CVipsShims", dependencies: ["CVips"]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
-        .target(name: "ImgfsCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
-        .target(name: "ImgfsCurl", dependencies: ["ImgfsCore", "ImgfsSystem", "CCurlShims", "CCurl"]),
-        .target(name: "ImgfsFuse", dependencies: ["ImgfsCore", "ImgfsSystem", "CFuse", "CFuseShims"]),
-        .target(name: "ImgfsRedis", dependencies: ["ImgfsCore", "CHiredis"]),
-        .target(name: "ImgfsVips", dependencies: ["ImgfsCore", "CVipsShims", "CVips"]),
+        .target(name: "ImgfsModel", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "ImgfsStore", dependencies: ["ImgfsModel", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "ImgfsPipeline",
+            dependencies: ["ImgfsModel", "ImgfsStore", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "ImgfsFilesystem",
+            dependencies: [
+                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", .product(name: "Logging", package: "swift-log")
+            ]),
+        .target(name: "ImgfsCurl", dependencies: ["ImgfsModel", "ImgfsPipeline", "ImgfsSystem", "CCurlShims", "CCurl"]),
+        .target(
+            name: "ImgfsFuse",
+            dependencies: ["ImgfsModel", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsSystem", "CFuse", "CFuseShims"]),
+        .target(name: "ImgfsRedis", dependencies: ["ImgfsModel", "ImgfsPipeline", "CHiredis"]),
+        .target(name: "ImgfsVips", dependencies: ["ImgfsModel", "ImgfsPipeline", "CVipsShims", "CVips"]),
         .target(name: "CCRC32"),
         .target(name: "CTmpfsShims"),
         .target(
             name: "ImgfsSystem",
-            dependencies: ["ImgfsCore", "CCRC32", "CTmpfsShims", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "CCRC32", "CTmpfsShims",
+                .product(name: "Logging", package: "swift-log")
+            ]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis", "ImgfsSystem", "ImgfsVips",
+                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis",
+                "ImgfsSystem", "ImgfsVips",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams")
             ]
@@ -61,17 +79,23 @@ let package = Package(
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
         .testTarget(
             name: "ImgfsCoreTests",
-            dependencies: ["ImgfsCore", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsTestSupport",
+                .product(name: "Logging", package: "swift-log")
+            ]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims", "ImgfsFuse"]),
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),
         .testTarget(
             name: "ImgfsCurlTests",
             dependencies: [
-                "ImgfsCore", "ImgfsCurl", "ImgfsTestSupport", .product(name: "Logging", package: "swift-log")
+                "ImgfsModel", "ImgfsPipeline", "ImgfsCurl", "ImgfsTestSupport",
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
-        .testTarget(name: "ImgfsIntegrationTests", dependencies: ["ImgfsCore", "ImgfsTestSupport"])
+        .testTarget(
+            name: "ImgfsIntegrationTests",
+            dependencies: ["ImgfsModel", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsTestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 
 /// Waiting transfers, admitted by priority class and first-come first-served within a class, within a limit of
 /// simultaneous transfers in total and per host.

@@ -1,5 +1,5 @@
 import CCurlShims
-import ImgfsCore
+import ImgfsModel
 
 /// Decodes a body's Content-Encoding (gzip, deflate, br) as it arrives, and knows whether the compressed stream
 /// reached its end. Not thread safe: one transfer's thread uses it.

@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsSystem
 import Logging
 

@@ -1,5 +1,5 @@
 import CCurl
-import ImgfsCore
+import ImgfsModel
 
 /// The two header lists of a transfer: imgfs's own lines, and those plus its host's rule. Built once for a set of
 /// lines and shared by every transfer that sends the same lines (curl only reads a list), freed with the last one.

@@ -1,6 +1,6 @@
 import CCurl
 import CCurlShims
-import ImgfsCore
+import ImgfsModel
 
 /// What the rules add to one transfer's easy handle: headers, user agent, referer, cookie file and proxy. Lives on the
 /// fetcher's thread only, as long as its transfer.

@@ -1,7 +1,7 @@
 import CCurl
 import CCurlShims
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// The address policy at the two moments curl lets imgfs look: before a socket is opened to an address, and before
 /// each request (redirects included) is sent on a connection.

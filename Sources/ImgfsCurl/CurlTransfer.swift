@@ -1,7 +1,8 @@
 import CCurl
 import CCurlShims
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// One attempt of one transfer: a libcurl easy handle and what it has seen. Lives on the fetcher's thread only.
 ///

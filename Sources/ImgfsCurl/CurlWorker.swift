@@ -1,7 +1,7 @@
 import CCurl
 import CCurlShims
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import ImgfsSystem
 import Logging
 

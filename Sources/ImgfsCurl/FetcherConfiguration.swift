@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// Limits, timeouts, retries and network policy of the libcurl fetcher.
 public struct FetcherConfiguration: Sendable {

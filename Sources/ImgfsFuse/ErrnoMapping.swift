@@ -1,5 +1,6 @@
 import Glibc
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 
 extension FilesystemError {
     /// The errno the kernel is given for this error. docs/SEMANTICS.md holds the same table.

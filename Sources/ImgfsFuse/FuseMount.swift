@@ -1,7 +1,8 @@
 import CFuse
 import CFuseShims
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import ImgfsSystem
 import Logging
 

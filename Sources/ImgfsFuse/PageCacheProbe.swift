@@ -1,5 +1,5 @@
 import CFuse
-import ImgfsCore
+import ImgfsModel
 
 /// Asks the kernel whether it still holds the first page of a file in its page cache (`FUSE_NOTIFY_RETRIEVE`, which
 /// answers with the pages present from an offset up to the first missing one).

@@ -1,6 +1,7 @@
 import CFuseShims
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Logging
 
 /// Decides, per open of an image, whether the kernel reads it through the page cache (READ requests to imgfs) or by

@@ -1,5 +1,6 @@
 import CFuse
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// Requests that wait for the network, so that an interrupt (a reader hit by Ctrl-C or killed) is answered with
 /// EINTR at once instead of when the origin answers.

@@ -1,7 +1,9 @@
 import CFuse
 import CFuseShims
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
 
 /// One kernel request, answered exactly once.
 ///

@@ -1,6 +1,7 @@
 import CFuse
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// Sends notices to the kernel (invalidations, and bytes to put in its page cache) from any thread, until the session
 /// closes.

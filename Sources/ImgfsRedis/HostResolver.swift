@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// Resolves host names with the system resolver (getaddrinfo), for `--deny-private-networks` in the shared tier.
 public enum HostResolver {

@@ -1,6 +1,7 @@
 import CHiredis
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// One hiredis connection (`redisContext`), used by one thread at a time (not Sendable: a ``RedisStore`` lends it).
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// The shared store on a Redis server (or a compatible one: Valkey, KeyDB, managed services) through hiredis.
 ///

@@ -1,5 +1,6 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Logging
 
 /// Watches the memory limit of the process's own memory cgroup, v1 (`memory.limit_in_bytes`, `memory.usage_in_bytes`,

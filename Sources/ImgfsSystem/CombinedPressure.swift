@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// Several pressure sources behind one handler, such as PSI plus a `ManualPressure` for SIGUSR1.
 ///

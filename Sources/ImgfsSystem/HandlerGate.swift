@@ -1,5 +1,5 @@
-import ImgfsCore
 import Glibc
+import ImgfsModel
 
 /// Holds a pressure handler and calls it for sources that may fire from several threads.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// A ``SerialWorker`` on a thread of its own at the lowest CPU priority (nice 19): background disk writes then take
 /// only CPU time that readers leave unused, instead of competing with the reads that follow a burst of fetches.

@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// A pressure source fired by hand: by a test, or by the daemon's signal-watching thread on SIGUSR1 ("purge now").
 ///

@@ -1,5 +1,6 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Logging
 
 /// Memory pressure by polling: reads MemAvailable and MemTotal from a meminfo file every `interval` and reports when

@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Logging
 
 /// Chooses the memory pressure source for this machine.

@@ -1,5 +1,5 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
 
 /// OpenSSL's SHA-256 compression (`SHA256_Transform`), found at run time in the process (libcurl links libcrypto),
 /// which uses the processor's SHA instructions where it has them: several times faster than ``ImgfsCore/SHA256``'s own.

@@ -1,5 +1,6 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Logging
 
 /// Memory pressure from a Linux PSI trigger ("some" memory stall above a threshold within a window), polled for

@@ -1,5 +1,5 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
 
 /// The life of a memory-pressure source's polling thread, shared by the PSI, MemAvailable and cgroup sources: started
 /// once, stopped once, never started again.

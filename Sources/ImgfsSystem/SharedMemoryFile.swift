@@ -1,5 +1,6 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// ``FileBackedMemory`` in a shared-memory file without a name: a file of imgfs's ``PrivateTmpfs`` (in pages of
 /// 256 KiB or 2 MiB, ``PageSize``) when one is given, an anonymous memfd (`memfd_create`, 4 KiB pages) otherwise. The

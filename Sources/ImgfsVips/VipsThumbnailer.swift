@@ -1,5 +1,6 @@
 import CVipsShims
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// Makes variants with libvips (`vips_thumbnail_buffer`: shrink-on-load for JPEG and WebP, EXIF orientation applied,
 /// first page only), converted to sRGB and encoded as JPEG, or PNG when there is transparency.

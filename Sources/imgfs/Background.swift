@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
 
 /// Running the mount in the background: the command starts itself again in the foreground with its output going to
 /// a log file, and returns once the mount is ready (or prints why it failed).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// The caching options of `imgfs mount`.
 struct CacheOptions: ParsableArguments {

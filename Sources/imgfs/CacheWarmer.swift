@@ -1,6 +1,7 @@
 import Glibc
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// Warms a mount's cache for one URL by reading the URL's file through the mount, as any program would: the first
 /// read fetches, verifies and caches the image, so later readers get it from memory or disk.

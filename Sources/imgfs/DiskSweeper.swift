@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import Logging
 
 /// Runs the disk caches' sweep at start and every 10 minutes on a background queue: leftovers of interrupted writes,

@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 
 /// `file://` URLs for paths in a mount, as browsers need them.
 ///

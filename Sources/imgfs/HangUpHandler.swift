@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import Logging
 
 /// What the daemon does on SIGHUP (which `imgfs reload` sends): rereads the policy file when the mount has one,

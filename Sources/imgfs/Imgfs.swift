@@ -1,5 +1,6 @@
 import ArgumentParser
-import ImgfsCore
+import ImgfsModel
+import ImgfsStore
 import ImgfsSystem
 
 /// The `imgfs` command: mounts the filesystem and helps to name files in it.

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
 /// names no image extension gets one from what the mount has cached of it (asked without a fetch), or else from a

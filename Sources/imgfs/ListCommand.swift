@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// `imgfs list add|rm|ls MOUNT ...`: the URL lists a mount shows as `<mount>/lists/NAME/`. Lists are files under the
 /// mount's cache directory (it names it in the `user.imgfs.list_store` attribute of `<mount>/lists`); a running mount

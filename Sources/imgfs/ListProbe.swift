@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// Finds the image type of URLs whose path names none, through a running mount: a `stat` of the URL's file waits for
 /// its response headers; the type is then its `user.imgfs.content_type`. Runs `concurrency` probes at once and shows

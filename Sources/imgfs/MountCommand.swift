@@ -1,8 +1,11 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import ImgfsSystem
 import Logging
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import ImgfsSystem
 
 /// Checks on mount points, the list of imgfs mounts, and registering long URLs with a mount.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
 import ImgfsFuse
+import ImgfsModel
 
 /// `imgfs name NAME...`: prints the URL each file name (or path) in a mount stands for: the reverse of `imgfs path`.
 struct NameCommand: ParsableCommand {

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsModel
+import ImgfsPipeline
 
 /// The network options of `imgfs mount`: limits, timeouts, retries and what may be contacted.
 struct NetworkOptions: ParsableArguments {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// The values of `imgfs mount` options that are parsed after ArgumentParser: one parser and one message per kind.
 enum OptionValue {

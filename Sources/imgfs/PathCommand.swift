@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// `imgfs path URL...`: prints the path to open for each URL (see ImagePath for the long-URL scheme).
 struct PathCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ImgfsCore
+import ImgfsModel
 
 /// `imgfs policy check FILE`: validates a policy file without mounting.
 struct PolicyCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import Yams
 
 /// A policy file (YAML, parsed by Yams): request rules by host pattern. See docs/CONFIGURATION.md.

@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 import Logging
 
 /// Rereads the mount's `--policy-file` (one part of what SIGHUP does, see ``HangUpHandler``).

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// `imgfs prefetch MOUNTPOINT [FILE|-]`: warms a mount's cache with a list of URLs by reading each URL's file
 /// through the mount (see ``Prefetcher``), shows progress on a terminal, and reports what failed.

@@ -1,5 +1,5 @@
 import Glibc
-import ImgfsCore
+import ImgfsModel
 
 /// Why `imgfs prefetch` could not warm one URL: the errno of the read through the mount, or why the text is not a URL.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// What `imgfs prefetch` prints when its batch is over: the summary line and a `failed: <url>: <reason>` line per
 /// failure, or the same as one JSON object (`--json`).

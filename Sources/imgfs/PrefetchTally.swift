@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 
 /// The running count of an `imgfs prefetch` batch, shared by its reader threads and the thread that draws progress.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// Where a batch of transfers stands (such as `imgfs prefetch` warming a cache), and its two textual forms: the line
 /// a terminal redraws in place while the batch runs, and the summary line printed at the end.

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsFilesystem
+import ImgfsModel
 
 /// The request options of `imgfs mount`: what requests carry, the proxy, the policy file, memory-only caching and the
 /// placeholder image.

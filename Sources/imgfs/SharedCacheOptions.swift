@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsRedis
 import Logging
 

@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 
 /// The short human summary `imgfs stats` prints from a mount's stats.json: hits and misses per tier, transfers,
 /// bytes, failures by kind, lists, hosts, variants and the shared tier, one topic a line.

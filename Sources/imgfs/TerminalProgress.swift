@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
 
 /// The progress line of `imgfs prefetch` on a terminal: drawn on standard error and redrawn in place (carriage
 /// return, then erase to the end of the line), cut to the terminal's width so that it never wraps.

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import ImgfsVips
 import Logging
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// How the command line words a line that is not a URL imgfs can name: "not a URL" for text that is not one at all,
 /// the name error's own words otherwise.

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
 
 /// `imgfs why URL...`: prints why a URL failed, as the mount remembers it. A failed URL has no file (its lookup fails
 /// with the errno), so the reason is read from the mount's `.imgfs/` directory, by the URL's cache key.

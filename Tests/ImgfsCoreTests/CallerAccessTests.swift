@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// Issue 36, items 4 and 5: on a mount other users can reach, only the owner (the daemon's user) and root change the

@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// A body that starts again from byte 0 (a retry that could not resume) never mixes with the bytes readers had.

@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 @Suite("Download")

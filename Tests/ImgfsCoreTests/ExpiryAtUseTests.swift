@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import Testing
 
 @Suite("Expiry at use")

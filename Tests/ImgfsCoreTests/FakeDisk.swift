@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsStore
 import Synchronization
 
 /// An in-memory DiskCaching for repository tests; `corrupt(key)` makes the next read of an entry fail as a real

@@ -1,5 +1,8 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import Testing
 
 @Suite("Filesystem logic")

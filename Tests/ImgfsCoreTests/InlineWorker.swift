@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// A ``SerialWorker`` that runs each item at once on the caller's thread: the repository's disk writes are then done
 /// when the transfer's completion returns, so tests need not wait for them.

@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import Testing
 
 /// Lists as data sets (issue 37): CSV, TSV and JSON Lines, their formats told apart, bad rows named by line.

@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import Testing
 
 @Suite("List entry names")

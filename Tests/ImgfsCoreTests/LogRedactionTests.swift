@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 import Logging
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Synchronization
 
 /// A fake ImageFetching that starts nothing: tests drive each transfer's observer by hand.

@@ -1,4 +1,6 @@
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// Property-based fuzzing of the name decoder and the long-URL scheme: thousands of seeded random inputs, no crash,

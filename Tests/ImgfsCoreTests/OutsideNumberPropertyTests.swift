@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// Property tests of every piece of arithmetic on numbers from outside (issue 34): seeded random and extreme values

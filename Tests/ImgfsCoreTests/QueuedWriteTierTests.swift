@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// Issue 14, item 7: a body that left the memory cache while its disk write waits in the queue is still found there

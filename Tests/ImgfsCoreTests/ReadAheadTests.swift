@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 @Suite("Read-ahead")

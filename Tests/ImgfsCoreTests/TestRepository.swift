@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 
 extension ImageRepository {
     /// The repository the unit tests drive: `fetcher`, a 1 MiB memory cache, no disk cache, bodies not required to

@@ -1,7 +1,8 @@
 import Foundation
-import ImgfsCore
-import Synchronization
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsTestSupport
+import Synchronization
 import Testing
 
 /// A maker that records where and how often it ran, and answers what the test says.

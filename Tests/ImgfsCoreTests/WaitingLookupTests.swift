@@ -1,5 +1,7 @@
 import Foundation
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
+import ImgfsPipeline
 import Testing
 
 /// Lookups that wait for the size (where the kernel runs lookups in parallel), the preload handed over with the first

@@ -1,5 +1,5 @@
-import ImgfsCore
 import ImgfsCurl
+import ImgfsModel
 import Testing
 
 @Suite("Admission queue: fairness across hosts")

@@ -1,6 +1,7 @@
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsTestSupport
 import Logging
 import Testing

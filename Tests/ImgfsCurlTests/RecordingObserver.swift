@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 
 /// A transfer observer that records what a fetcher delivers, for tests of the curl layer alone.
 final class RecordingObserver: TransferObserving {

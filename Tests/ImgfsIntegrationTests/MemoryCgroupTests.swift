@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
 import ImgfsTestSupport
 import Testing
 

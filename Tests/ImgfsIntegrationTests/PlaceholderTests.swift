@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsFilesystem
+import ImgfsModel
 import ImgfsTestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import ImgfsTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
-@testable import ImgfsCore
+@testable import ImgfsModel
+@testable import ImgfsStore
 import Testing
 
 @Suite("Disk cache: reading records without JSONDecoder")

@@ -1,5 +1,7 @@
 import Foundation
-@testable import ImgfsCore
+@testable import ImgfsModel
+@testable import ImgfsPipeline
+@testable import ImgfsStore
 import Synchronization
 import Testing
 

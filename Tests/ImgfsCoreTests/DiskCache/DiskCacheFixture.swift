@@ -1,5 +1,6 @@
 import Foundation
-@testable import ImgfsCore
+@testable import ImgfsModel
+@testable import ImgfsStore
 import Logging
 
 /// A temporary cache directory for one test, with helpers to open caches on it and to look at its files.

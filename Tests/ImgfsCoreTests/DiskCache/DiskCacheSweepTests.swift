@@ -1,5 +1,5 @@
 import Foundation
-@testable import ImgfsCore
+@testable import ImgfsModel
 import Testing
 
 @Suite("Disk cache: sweeping and concurrent use")

@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 import Testing
 
 /// The digest that keeps images fetched with credentials apart in the caches and the shared tier.

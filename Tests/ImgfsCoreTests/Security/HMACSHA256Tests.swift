@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 import Testing
 
 /// HMAC-SHA-256 against the test vectors of RFC 4231 (section 4), which the shared tier's fleet key relies on.

@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import Testing
 
 /// Image files that ship with the operating system. Each test is skipped when the machine has no such file; the

@@ -1,5 +1,6 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
+import ImgfsPipeline
 import Synchronization
 
 /// An in-memory ``SharedStoring`` for unit tests: TTLs are recorded, not enforced; `failing` makes every call throw.

@@ -1,7 +1,8 @@
 import Foundation
-import ImgfsCore
-import Logging
+import ImgfsModel
+import ImgfsPipeline
 import ImgfsTestSupport
+import Logging
 import Testing
 
 /// The shared tier's logic against a fake store and a hand-driven origin (the real Redis is in the integration tests).

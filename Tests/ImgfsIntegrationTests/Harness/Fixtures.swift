@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import Synchronization
 
 /// Real images shipped by Debian packages (the README's test command installs them).

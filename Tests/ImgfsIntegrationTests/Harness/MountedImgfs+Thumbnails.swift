@@ -1,4 +1,4 @@
-import ImgfsCore
+import ImgfsModel
 
 extension MountedImgfs {
     /// The full path of the variant of longer side `size` of `url` (`thumb/<px>/<plain name>`).

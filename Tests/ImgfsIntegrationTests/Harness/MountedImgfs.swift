@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import ImgfsTestSupport
 
 /// The real imgfs binary mounted in the foreground on a fresh temporary directory, with its own cache directory.

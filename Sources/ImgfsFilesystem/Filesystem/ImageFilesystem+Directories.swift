@@ -1,0 +1,123 @@
+import Foundation
+import ImgfsModel
+import ImgfsPipeline
+
+// MARK: - Directories and generated files
+
+extension ImageFilesystem {
+    /// Takes a snapshot of directory `inode` for paging through with ``readDirectory(_:from:limit:)``; returns its
+    /// handle. Directories that name cached or listed URLs are listed for the owner and root only.
+    public func openDirectory(_ inode: UInt64, caller: Caller) -> Result<UInt64, FilesystemError> {
+        guard let node = inodes.node(inode) else { return .failure(.stale) }
+        if let refusal = checkListing(node, by: caller) { return .failure(refusal) }
+        let leading = [
+            DirectoryEntry(name: ".", inode: inode, kind: .directory),
+            DirectoryEntry(name: "..", inode: InodeTable.rootInode, kind: .directory)
+        ]
+        let listing: DirectoryListing
+        switch node {
+        case .root:
+            listing = .entries(
+                leading + [
+                    DirectoryEntry(name: ImagePath.imagesDirectory, inode: InodeTable.imagesInode, kind: .directory),
+                    DirectoryEntry(name: Self.controlDirectory, inode: InodeTable.controlInode, kind: .directory)
+                ] + thumbnailRootEntry() + browseDirectories)
+        case .control:
+            listing = .entries(
+                leading + GeneratedFile.allCases.map { DirectoryEntry(name: $0.rawValue, inode: $0.inode, kind: .file) }
+            )
+        case .images:
+            listing = .images(leading: leading, keys: repository.tiers.keys())
+        case .chunkRoot, .chunkPrefix:
+            listing = .entries(leading)
+        case .thumbnail(let thumbnails):
+            guard let thumbnails = thumbnailListing(thumbnails, leading: leading) else {
+                return .failure(.notADirectory)
+            }
+            listing = thumbnails
+        case .lists, .list, .hosts, .host:
+            listing = listingInLists(node, leading: leading)
+        case .image, .generated:
+            return .failure(.notADirectory)
+        }
+        return .success(
+            listings.withLock { listings in
+                defer { listings.next += 1 }
+                listings.open[listings.next] = listing
+                return listings.next
+            })
+    }
+
+    /// Up to `limit` entries of an open listing from position `offset` on, each with the position after it (what the
+    /// kernel passes back to continue).
+    public func readDirectory(
+        _ handle: UInt64, from offset: Int, limit: Int = 256
+    ) -> [(entry: DirectoryEntry, next: Int)] {
+        guard let listing = listings.withLock({ $0.open[handle] }), offset < listing.count, offset >= 0 else {
+            return []
+        }
+        switch listing {
+        case .entries(let entries):
+            return (offset..<min(entries.count, offset + limit)).map { (entries[$0], $0 + 1) }
+        case .images(let leading, let keys):
+            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            let first = max(0, offset - leading.count)
+            for index in first..<min(keys.count, first + limit - page.count) {
+                // An entry evicted since the snapshot is skipped; positions stay those of the snapshot.
+                guard let url = repository.tiers.url(forKey: keys[index]) else { continue }
+                let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(keys[index])
+                page.append(
+                    (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
+            }
+            return page
+        }
+    }
+
+    /// Drops an open listing.
+    public func closeDirectory(_ handle: UInt64) {
+        _ = listings.withLock { $0.open.removeValue(forKey: handle) }
+    }
+
+    /// The content of a generated file now.
+    func content(of file: GeneratedFile) -> [UInt8] {
+        switch file {
+        case .statistics: statisticsJSON()
+        case .metrics:
+            Array(
+                (PrometheusText.render(
+                    repository.statistics(), variants: variants?.statistics(),
+                    uptime: Date().timeIntervalSince(startTime))
+                    + browseMetrics()).utf8)
+        }
+    }
+
+    /// `.imgfs/stats.json`: the caches' and transfers' counters.
+    func statisticsJSON() -> [UInt8] {
+        struct Document: Encodable {
+            let pid: Int32
+            let uptimeSeconds: Int
+            let knownInodes: Int
+            let placeholdersServed: Int
+            let repository: RepositoryStatistics
+            let lists: [ReadAhead.Named]?
+            let hosts: [HostDirectories.Named]?
+            let variants: VariantCounters?
+            let reload: ReloadStatus.Snapshot?
+        }
+        let document = Document(
+            pid: ProcessInfo.processInfo.processIdentifier,
+            uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
+            placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
+            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics(),
+            variants: variants?.statistics(), reload: reloadStatus?.snapshot())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return Array((try? encoder.encode(document)) ?? Data("{}".utf8)) + [0x0a]
+    }
+
+    /// A stable inode number for listings of images the kernel has not looked up (readdir's d_ino is informational).
+    static func pseudoInode(_ key: String) -> UInt64 {
+        UInt64(key.prefix(15), radix: 16).map { $0 | 1 << 63 } ?? 1 << 63
+    }
+}

@@ -1,0 +1,381 @@
+import Foundation
+import ImgfsModel
+import ImgfsPipeline
+import Logging
+
+/// The filesystem's operations, free of FUSE: what each kernel request means for imgfs.
+///
+/// Guarantees: directory listings never wait for the network, and `lookup` waits only when asked to (the adapter asks
+/// when the kernel runs lookups of one directory in parallel; where it serializes them, one slow origin would otherwise
+/// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
+/// for. A URL whose fetch failed does not exist: a lookup that knows the failure (or waits for it) fails with its
+/// errno, and getattr of a name the kernel still holds fails with it too, so no program sees an empty regular file. The
+/// reason stays readable through the `.imgfs` directory (``extendedAttribute(_:name:)``, `imgfs why`).
+/// Every asynchronous reply is called exactly once.
+public final class ImageFilesystem: Sendable {
+    /// Timeouts the kernel is given.
+    public struct Configuration: Sendable {
+        /// Seconds names stay cached in the kernel.
+        public var entryTimeout: Double = 3600
+        /// Seconds attributes of images of known size, and of directories, stay cached in the kernel.
+        public var attributeTimeout: Double = 3600
+        /// The mount's owner: the user the daemon runs as, who (with root) may change the caches and list them.
+        public var owner = UInt32(getuid())
+
+        public init() {}
+    }
+
+    /// How a file was opened.
+    public struct OpenFile: Equatable, Sendable {
+        /// The handle to pass to ``read(_:handle:offset:count:reply:)`` and ``release(_:)``.
+        public var handle: UInt64
+        /// Reads must bypass the page cache (generated files whose size is not stable).
+        public var directIO: Bool
+        /// The whole image, when it is small and already in memory, for the adapter to put into the kernel's page cache
+        /// before answering the open, so the first read needs no READ round trip. Given once per inode and content;
+        /// after storing it the adapter asks ``ImageFilesystem/preloadIsCurrent(_:generation:)``.
+        public var preload: (bytes: ImageSlice, generation: UInt64)? = nil
+        /// The whole image as a file the kernel may read by itself, when it is larger than ``preloadLimit`` and all
+        /// of it is in file-backed memory (``BodyMemory``) or it was found in the disk cache (its data file).
+        public var kernelReadable: KernelReadableBody? = nil
+        /// The image is larger than ``preloadLimit``, its bytes are still arriving, and no other open file of it is
+        /// open: the adapter may have this file's reads bypass the page cache, so each byte is copied once, into the
+        /// reader, rather than into the page cache and out again (later opens find the whole image in a file).
+        public var arrivingAlone = false
+
+        public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
+            lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
+                && lhs.kernelReadable?.identity == rhs.kernelReadable?.identity
+                && lhs.arrivingAlone == rhs.arrivingAlone
+        }
+    }
+
+    /// The largest image handed over with its open (``OpenFile/preload``).
+    public static let preloadLimit = 1 << 20
+
+    public typealias AttributesReply = @Sendable (Result<Entry, FilesystemError>) -> Void
+    public typealias EntryReply = @Sendable (Result<Entry, FilesystemError>) -> Void
+    public typealias ReadReply = @Sendable (Result<ImageSlice, FilesystemError>) -> Void
+    public typealias OpenReply = @Sendable (Result<OpenFile, FilesystemError>) -> Void
+
+    let repository: ImageRepository
+    let registry: LongNameRegistry
+    /// Thumbnails and downsized variants (`thumb/`); nil: no `thumb/` directory.
+    let variants: VariantStore?
+    /// `lists/`, when the mount has a list store.
+    let lists: ListDirectories?
+    let configuration: Configuration
+    let logger: Logger
+    let inodes = InodeTable()
+    let startTime = Date()
+    let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
+    let generatedFiles = Locked<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
+    private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
+    /// Open handles per image inode.
+    let openHandles = Locked<[UInt64: Int]>([:])
+    /// Image inodes whose bytes were handed to the kernel with an open.
+    let preloads = PreloadTracker()
+    /// What a failed image reads as (`--placeholder`); nil: failures are errors.
+    let placeholder: Placeholder?
+    /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
+    let reloadStatus: ReloadStatus?
+
+    public init(
+        repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
+        placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,
+        lists: ListDirectories? = nil, reloadStatus: ReloadStatus? = nil
+    ) {
+        self.placeholder = placeholder
+        self.reloadStatus = reloadStatus
+        self.repository = repository
+        self.registry = registry
+        self.variants = variants
+        self.lists = lists
+        self.configuration = configuration
+        self.logger = logger
+        repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
+        variants?.onReplaced { [weak self] size, url in self?.invalidateVariant(size, url) }
+        lists?.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
+        repository.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
+    }
+
+    /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
+    public func onInvalidate(_ handler: @escaping @Sendable (UInt64) -> Void) {
+        invalidation.withLock { $0 = handler }
+    }
+
+    // MARK: - Names
+
+    /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
+    public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
+        let answer = Locked<Result<Entry, FilesystemError>?>(nil)
+        lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
+        return answer.withLock { $0! }
+    }
+
+    /// Resolves `name` in directory `parent`. With `waitForSize`, an image whose size is not known yet is answered
+    /// once its response has been checked, so the kernel has its size at once instead of asking getattr for it.
+    public func lookup(
+        parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
+        reply: @escaping EntryReply
+    ) {
+        guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
+        let reply = browseReply(in: directory, reply)
+        switch resolve(name, in: directory) {
+        case .failure(let error):
+            reply(.failure(error))
+        case .success(.image(let url)):
+            lists?.lookedUp(url, cached: repository.tiers.holds(url.cacheKey))
+            if waitForSize {
+                lookupImageWhenKnown(url, interest: interest, reply: reply)
+            } else {
+                reply(lookupImage(url))
+            }
+        case .success(.generated(let file)):
+            reply(
+                .success(
+                    Entry(
+                        attributes: generatedAttributes(file.inode, size: content(of: file).count),
+                        entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
+        case .success(.thumbnail(.image(let size, let url))):
+            reply(.success(lookupVariant(size, url)))
+        case .success(let node):
+            reply(.success(directoryEntry(inodes.lookUp(node))))
+        }
+    }
+
+    /// The kernel dropped `count` references to `inode`.
+    public func forget(_ inode: UInt64, count: UInt64) {
+        inodes.forget(inode, count: count)
+        preloads.forget(inode)
+    }
+
+    /// `rm img/<name>`: evicts that URL from both caches (the one change allowed, to the owner and root).
+    public func unlink(parent: UInt64, name: [UInt8], caller: Caller) -> Result<Void, FilesystemError> {
+        guard let directory = inodes.node(parent) else { return .failure(.stale) }
+        guard isTrusted(caller) else { return .failure(.accessDenied) }
+        if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
+        guard directory == .images else { return .failure(.readOnly) }
+        switch resolve(name, in: directory) {
+        case .success(.image(let url)):
+            repository.evict(url)
+            return .success(())
+        case .success: return .failure(.readOnly)
+        case .failure(let error): return .failure(error)
+        }
+    }
+
+    // MARK: - Attributes, open, read
+
+    /// The attributes of `inode`; for an image, once its size is known (an expired copy is not revalidated here).
+    /// A failure, known or found while getattr waits, is getattr's error: a failed URL is never an empty file.
+    public func getattr(_ inode: UInt64, interest: Interest? = nil, reply: @escaping AttributesReply) {
+        guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
+        switch node {
+        case .image(let url):
+            repository.metadata(url, refresh: false, interest: interest) { [self] result in
+                reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
+            }
+        case .generated(let file):
+            reply(
+                .success(
+                    Entry(
+                        attributes: generatedAttributes(inode, size: content(of: file).count), entryTimeout: 0,
+                        attributeTimeout: 0)))
+        case .thumbnail(.image(let size, let url)):
+            variantAttributes(inode, size, url, reply: reply)
+        default:
+            reply(.success(directoryEntry(inode)))
+        }
+    }
+
+    /// Opens `inode` for reading once its size is known, so a failed fetch fails the open with its error; an expired
+    /// cached copy is revalidated first. The statistics are the owner's (and root's) alone.
+    public func open(
+        _ inode: UInt64, forWriting: Bool, caller: Caller, interest: Interest? = nil, reply: @escaping OpenReply
+    ) {
+        guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
+        if forWriting { return reply(.failure(.readOnly)) }
+        if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
+        switch node {
+        case .image(let url):
+            if let lists {
+                // Cheap for a cached image (every open asks); a miss asks the transfer for its size.
+                let cachedSize = repository.tiers.cachedSize(url.cacheKey)
+                lists.opened(
+                    url, cached: cachedSize != nil,
+                    size: cachedSize ?? repository.report(url).metadata?.size)
+            }
+            repository.opening(url, interest: interest, fileAbove: Self.preloadLimit) { [self] result in
+                var opens = 0
+                switch result {
+                case .success:
+                    opens = openHandles.withLock { counts in
+                        counts[inode, default: 0] += 1
+                        return counts[inode]!
+                    }
+                case .failure(let error):
+                    if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
+                }
+                reply(
+                    result.map { found in
+                        let size = found.metadata.size
+                        return OpenFile(
+                            handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
+                            kernelReadable: size > Self.preloadLimit
+                                ? found.file ?? KernelReadableBody(found.body, size: size) : nil,
+                            arrivingAlone: found.arriving && size > Self.preloadLimit && opens == 1)
+                    }.mapError { $0.filesystemError })
+            }
+        case .generated(let file):
+            let snapshot = ImageBytes(copying: content(of: file))
+            let handle = generatedFiles.withLock { files in
+                defer { files.next += 1 }
+                files.open[files.next] = snapshot
+                return files.next
+            }
+            reply(.success(OpenFile(handle: handle, directIO: true)))
+        case .thumbnail(.image(let size, let url)):
+            openVariant(size, url, reply: reply)
+        default:
+            reply(.failure(.isADirectory))
+        }
+    }
+
+    /// Bytes `offset ..< offset + count` of the file, as soon as they have arrived.
+    public func read(
+        _ inode: UInt64, handle: UInt64, offset: Int, count: Int, interest: Interest? = nil,
+        reply: @escaping ReadReply
+    ) {
+        guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
+        switch node {
+        case .image where handle != 0, .generated:
+            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
+            reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
+        case .image(let url):
+            repository.read(url, offset: offset, count: count, interest: interest) { result in
+                reply(result.mapError { $0.filesystemError })
+            }
+        case .thumbnail(.image(let size, let url)):
+            readVariant(size, url, offset: offset, count: count, reply: reply)
+        default:
+            reply(.failure(.isADirectory))
+        }
+    }
+
+    /// A request about `inode` was interrupted (its interest withdrawn): the transfer may be called off.
+    public func interrupted(_ inode: UInt64) {
+        guard case .image(let url)? = inodes.node(inode) else { return }
+        repository.readerGaveUp(url, openHandles: openHandles.withLock { $0[inode] ?? 0 })
+    }
+
+    /// A lookup of `name` in `parent` was interrupted while it waited: like ``interrupted(_:)`` for its image.
+    public func lookupInterrupted(parent: UInt64, name: [UInt8]) {
+        guard let directory = inodes.node(parent), case .success(.image(let url)) = resolve(name, in: directory) else {
+            return
+        }
+        let inode = inodes.existingInode(.image(url))
+        repository.readerGaveUp(url, openHandles: inode.map { inode in openHandles.withLock { $0[inode] ?? 0 } } ?? 0)
+    }
+
+    /// The file `inode` opened with `handle` was closed; when it was an image's last open handle, its transfer may be
+    /// called off.
+    public func release(_ inode: UInt64, handle: UInt64) {
+        if handle != 0 {
+            _ = generatedFiles.withLock { $0.open.removeValue(forKey: handle) }
+            return
+        }
+        let left = openHandles.withLock { counts -> Int in
+            let left = max(0, (counts[inode] ?? 0) - 1)
+            counts[inode] = left == 0 ? nil : left
+            return left
+        }
+        if left == 0, case .image(let url)? = inodes.node(inode) { repository.readerGaveUp(url, openHandles: 0) }
+    }
+
+    // MARK: - Helpers
+
+    func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url) {
+        case .failure(let error):
+            return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
+        case .success(let metadata):
+            let inode = inodes.lookUp(.image(url))
+            guard let metadata else { return .success(unknownSizeEntry(inode)) }
+            return .success(imageEntry(inode, metadata))
+        }
+    }
+
+    /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
+    private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
+        let now = repository.prepare(url, interest: interest) { [self] result in
+            switch result {
+            case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
+            case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
+            }
+        }
+        switch now {
+        case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
+        case .success(let metadata?): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
+        case .success(nil): break  // answered by the closure above
+        }
+    }
+
+    /// The whole image for ``OpenFile/preload``: the first time `inode` is opened with this content, when it is small
+    /// and `body` (from the source that gave its size) is all there.
+    private func preload(_ inode: UInt64, size: Int, body: ImageSlice?) -> (bytes: ImageSlice, generation: UInt64)? {
+        guard size > 0, size <= Self.preloadLimit, let body, body.count == size, let generation = preloads.claim(inode)
+        else { return nil }
+        return (body, generation)
+    }
+
+    /// After the adapter stored a preload: whether the content is still the one it was taken from (false: a new body
+    /// arrived meanwhile, and the kernel must drop what was stored).
+    public func preloadIsCurrent(_ inode: UInt64, generation: UInt64) -> Bool {
+        preloads.isCurrent(inode, generation: generation)
+    }
+
+    func unknownSizeEntry(_ inode: UInt64) -> Entry {
+        let unknown = Attributes(
+            inode: inode, kind: .file, size: 0, permissions: 0o444, modified: startTime, linkCount: 1)
+        return Entry(attributes: unknown, entryTimeout: configuration.entryTimeout, attributeTimeout: 0)
+    }
+
+    func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
+        let attributes = Attributes(
+            inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
+            modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+        return Entry(
+            attributes: attributes, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
+    }
+
+    func directoryEntry(_ inode: UInt64) -> Entry {
+        let attributes = Attributes(
+            inode: inode, kind: .directory, size: 0,
+            permissions: inodes.node(inode).map(Self.permissions(of:)) ?? 0o555, modified: startTime, linkCount: 2)
+        return Entry(
+            attributes: attributes, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
+    }
+
+    func generatedAttributes(_ inode: UInt64, size: Int) -> Attributes {
+        Attributes(
+            inode: inode, kind: .file, size: size, permissions: Self.permissions(of: .generated(.statistics)),
+            modified: Date(), linkCount: 1)
+    }
+
+    private func contentChanged(_ url: ImageURL) {
+        variantsOriginalChanged(url)
+        guard let inode = inodes.existingInode(.image(url)) else { return }
+        preloads.contentChanged(inode)
+        guard let handler = invalidation.withLock({ $0 }) else { return }
+        logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
+        handler(inode)
+    }
+
+    /// Tells the kernel to drop what it cached of `inode` (pages and attributes).
+    func invalidate(_ inode: UInt64) {
+        invalidation.withLock { $0 }?(inode)
+    }
+}

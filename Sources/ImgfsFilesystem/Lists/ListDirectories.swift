@@ -1,0 +1,61 @@
+import Foundation
+import ImgfsModel
+import ImgfsPipeline
+
+/// What `<mount>/lists/` shows: one directory per stored list, each entry the same image as `img/<encoded-url>`;
+/// with ``HostDirectories`` (`<mount>/hosts/`), the folder views of the mount.
+///
+/// Guarantees: listing and looking up never touch the network; an entry looked up in a list is remembered with its
+/// position, so that opening it (by whatever name) loads ahead in that list (``ReadAhead``).
+public final class ListDirectories: Sendable {
+    public let store: ListStore
+    public let readAhead: ReadAhead
+    public let hosts: HostDirectories
+    /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
+    private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
+    static let positionLimit = 500_000
+    /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
+    private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
+    private let openHandles = OpenHandleCounter()
+
+    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
+        self.store = store
+        self.readAhead = readAhead
+        self.hosts = hosts
+    }
+
+    /// The entry `name` of list `list`, remembering its position.
+    func entry(_ name: String, inList list: String) -> ImageURL? {
+        guard let images = store.list(list), let index = images.index(of: name),
+            let url = images.entries[index].url
+        else { return nil }
+        positions.withLock { positions in
+            if positions.count >= Self.positionLimit { positions.removeAll() }
+            positions[url] = (list, index)
+        }
+        return url
+    }
+
+    /// Installs what tells how many file handles are open on an image (a jump never calls off an open file's transfer).
+    func onOpenHandles(_ count: @escaping @Sendable (ImageURL) -> Int) {
+        openHandles.install(count)
+    }
+
+    /// `url` is being looked up (by any name): remembers whether it was cached, for the hit and miss counters.
+    func lookedUp(_ url: ImageURL, cached: Bool) {
+        hosts.lookedUp(url, cached: cached)
+    }
+
+    /// `url` is being opened: counts it for its host, and loads ahead when it was looked up in a list.
+    func opened(_ url: ImageURL, cached: Bool, size: Int?) {
+        let hit = hosts.opened(url, cached: cached, size: size)
+        guard let (name, index) = positions.withLock({ $0[url] }) else { return }
+        let bytes = size ?? 0
+        readAheadQueue.async { [self] in
+            guard let list = store.list(name), list.entries.indices.contains(index),
+                list.entries[index].urlText == url.string
+            else { return }
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in openHandles($0) }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import ImgfsModel
+
+/// The text `imgfs list add` reads: one URL a line, optionally `URL<TAB>file name`; blank lines and lines starting
+/// with `#` are skipped, whitespace around each field is dropped.
+///
+/// Guarantees: every line that is neither blank, a comment nor a valid URL is reported with its 1-based line number
+/// and the reason; the valid lines are kept in order, duplicates included.
+public enum ListText {
+    /// One valid line.
+    public struct Line: Sendable, Equatable {
+        public let url: ImageURL
+        public let givenName: String?
+    }
+
+    /// One rejected line.
+    public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        public let line: Int
+        public let reason: String
+        public var description: String { "line \(line): \(reason)" }
+    }
+
+    public static func parse(_ text: String) -> (lines: [Line], problems: [Problem]) {
+        var lines: [Line] = []
+        var problems: [Problem] = []
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let fields = raw.split(separator: "\t", maxSplits: 1)
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { continue }
+            do {
+                let url = try ImageURL(first)
+                let given = fields.count > 1 && !fields[1].isEmpty ? fields[1] : nil
+                lines.append(Line(url: url, givenName: given))
+            } catch {
+                problems.append(Problem(line: number + 1, reason: "\(error): \(first.prefix(200))"))
+            }
+        }
+        return (lines, problems)
+    }
+}

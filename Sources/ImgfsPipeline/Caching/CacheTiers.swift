@@ -1,0 +1,216 @@
+import Foundation
+import ImgfsModel
+import ImgfsStore
+import Logging
+
+/// The two cache tiers, memory over disk, seen as one: what is cached under a key, what to list, and emptying them.
+///
+/// Guarantees: nothing here touches the network; a look-up finds the memory copy first, then a body queued for the
+/// disk (``DiskWriteScheduler``), then the disk entry; every purge logs what it freed; removing a key removes it from
+/// every tier and calls off its queued write.
+public final class CacheTiers: Sendable {
+    /// What `imgfs purge` empties.
+    public enum PurgeKind: String, CaseIterable, Sendable {
+        /// The memory cache (as memory pressure does).
+        case memory
+        /// Both caches.
+        case disk
+        /// Expired images, from both caches.
+        case expired
+    }
+
+    public let memory: MemoryCache
+    public let disk: (any DiskCaching)?
+    /// The disk writes queued: a tier between memory and disk until each lands.
+    let writes: DiskWriteScheduler
+    /// Where bodies read back from the disk are kept in memory.
+    private let bodyMemory: BodyMemory
+    private let logger: Logger
+
+    public init(
+        memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
+        bodyMemory: BodyMemory = .ordinary, logger: Logger
+    ) {
+        self.memory = memory
+        self.disk = disk
+        self.writes = writes
+        self.bodyMemory = bodyMemory
+        self.logger = logger
+    }
+
+    /// Where `key` is cached (a disk record may need a read of its metadata file); `counting` counts a memory hit
+    /// or miss.
+    package func source(_ key: String, counting: Bool) -> ImageSource? {
+        if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        if let image = writes.queuedImage(forKey: key) { return .memory(image) }
+        return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    /// The tiers' sizes and counters with the repository's, for `.imgfs/stats.json`.
+    func statistics(
+        counters: RepositoryCounters, inFlight: Int, sharedTier: SharedTierCounters?
+    ) -> RepositoryStatistics {
+        RepositoryStatistics(
+            counters: counters, memory: memory.counters, memoryBytes: memory.totalBytes,
+            memoryEntries: memory.count, memoryBudget: memory.budget,
+            diskBytes: disk?.totalBytes ?? 0, diskEntries: disk?.count ?? 0,
+            diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
+    }
+
+    /// The size of the image cached under `key` (memory, a queued write or disk), or nil when none holds it.
+    package func cachedSize(_ key: String) -> Int? {
+        memory.peek(key)?.metadata.size ?? writes.queuedImage(forKey: key)?.metadata.size
+            ?? disk?.record(forKey: key)?.size
+    }
+
+    /// Whether a tier holds `key` (without counting a hit).
+    package func holds(_ key: String) -> Bool {
+        cachedSize(key) != nil
+    }
+
+    /// Bytes `offset ..< offset + count` of the disk entry `record` of `url`: the whole image moves to memory when it
+    /// fits the budget, else the range is read from the file. Nil when the entry is unusable (corrupt, gone): it is
+    /// then dropped from every tier and the log says why.
+    func readFromDisk(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) -> ImageSlice? {
+        do {
+            return try readEntry(record, of: url, offset: offset, count: count)
+        } catch {
+            logger.warning(
+                "disk cache entry unusable (\(error)); fetching again",
+                metadata: ["url": "\(url.withoutFragment)"])
+            remove(record.key)
+            return nil
+        }
+    }
+
+    /// What opening a disk entry's file gave.
+    enum FileOpening {
+        /// The verified file, for the kernel to read by itself.
+        case opened(KernelReadableBody)
+        /// The entry was unusable (corrupt, gone): it is dropped from every tier, and the log says why.
+        case dropped
+        /// No file to hand out (a cache without files, or a transient error): reads go through the daemon.
+        case unavailable
+    }
+
+    /// The body file of the disk entry `record` of `url`, verified (its whole body once per entry and start), without
+    /// moving the body into memory.
+    func openDiskFile(_ record: CacheRecord, of url: ImageURL) -> FileOpening {
+        do {
+            guard let file = try disk?.openBody(key: record.key), let body = KernelReadableBody(file, size: record.size)
+            else { return .unavailable }
+            return .opened(body)
+        } catch DiskCacheError.corrupt, DiskCacheError.notFound {
+            logger.warning("disk cache entry unusable; fetching again", metadata: ["url": "\(url.withoutFragment)"])
+            remove(record.key)
+            return .dropped
+        } catch {
+            logger.warning(
+                "cannot open a disk cache entry (\(error)); reading it through imgfs",
+                metadata: ["url": "\(url.withoutFragment)"])
+            return .unavailable
+        }
+    }
+
+    private func readEntry(_ record: CacheRecord, of url: ImageURL, offset: Int, count: Int) throws -> ImageSlice {
+        guard let disk else { throw DiskCacheError.notFound(record.key) }
+        disk.touch(key: record.key)
+        if record.size <= memory.budget {
+            let bytes = ImageBytes(copying: try disk.readAll(key: record.key), memory: bodyMemory)
+            memory.insert(
+                CachedImage(
+                    url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                    expiresAt: record.expiresAt, validatedAt: record.lastValidated,
+                    expiryFromHeaders: record.expiryFromHeaders, remoteAddress: record.remoteAddress),
+                forKey: record.key)
+            return ImageSlice(bytes, size: record.size, offset: offset, count: count)
+        }
+        let piece = try disk.read(key: record.key, offset: offset, count: count)
+        return ImageSlice(bytes: ImageBytes(copying: piece), offset: 0, count: piece.count)
+    }
+
+    /// What a 304 renews: the expiry (and whether headers set it), when it was validated, the address it came from
+    /// and the ETag (each only when the 304 says).
+    struct Renewal {
+        var expiresAt: Date
+        var validatedAt: Date
+        var expiryFromHeaders: Bool?
+        var remoteAddress: String?
+        var etag: String?
+    }
+
+    /// A 304 renewed the cached copy `fallback` of `key`: both tiers get the renewal; a disk copy that fits the budget
+    /// comes into memory.
+    func renew(_ key: String, fallback: ImageSource, _ renewal: Renewal) {
+        if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
+            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url)
+        {
+            memory.insert(
+                CachedImage(
+                    url: url, bytes: ImageBytes(copying: body, memory: bodyMemory),
+                    metadata: record.metadata, expiresAt: renewal.expiresAt,
+                    validatedAt: renewal.validatedAt, expiryFromHeaders: renewal.expiryFromHeaders,
+                    remoteAddress: renewal.remoteAddress ?? record.remoteAddress), forKey: key)
+        }
+        memory.update(key) { image in
+            image.expiresAt = renewal.expiresAt
+            image.validatedAt = renewal.validatedAt
+            image.expiryFromHeaders = renewal.expiryFromHeaders
+            image.remoteAddress = renewal.remoteAddress ?? image.remoteAddress
+            image.metadata.etag = renewal.etag ?? image.metadata.etag
+        }
+        let stored: CacheRecord?
+        if case .disk(let record) = fallback { stored = record } else { stored = disk?.record(forKey: key) }
+        if var record = stored {
+            record.expiresAt = renewal.expiresAt
+            record.validatedAt = renewal.validatedAt
+            record.expiryFromHeaders = renewal.expiryFromHeaders
+            record.remoteAddress = renewal.remoteAddress ?? record.remoteAddress
+            record.etag = renewal.etag ?? record.etag
+            try? disk?.update(record)
+        }
+    }
+
+    func remove(_ key: String) {
+        memory.remove(key)
+        writes.cancel(key)
+        disk?.remove(key: key)
+    }
+
+    /// The keys of every cached image, sorted: a snapshot to list in pages.
+    public func keys() -> [String] {
+        Array(Set(memory.keys).union(disk?.keys() ?? [])).sorted()
+    }
+
+    /// The URL cached under `key`, if any (reads the disk record of that one entry at most).
+    public func url(forKey key: String) -> ImageURL? {
+        if let image = memory.peek(key) { return image.url }
+        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url) }
+    }
+
+    /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
+    @discardableResult
+    public func purgeMemory(reason: String) -> Int {
+        writes.hurry()
+        let freed = memory.purge()
+        logger.notice("memory purged (\(reason)): \(Quantity.describe(bytes: freed)) freed from the memory cache")
+        return freed
+    }
+
+    /// Empties what `kind` names (`now` and `expiry` decide what has expired); logs what was freed.
+    public func purge(_ kind: PurgeKind, now: Date, expiry: ExpiryPolicy) {
+        switch kind {
+        case .memory:
+            purgeMemory(reason: "imgfs purge --memory")
+        case .disk:
+            let (entries, bytes) = (disk?.count ?? 0, disk?.totalBytes ?? 0)
+            purgeMemory(reason: "imgfs purge --disk")
+            disk?.removeAll()
+            logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
+        case .expired:
+            memory.removeAll { expiry.expiry(of: $0) <= now }
+            let (entries, bytes) = disk?.sweep(now: now, removeExpiredBefore: now) ?? (0, 0)
+            logger.notice("expired images purged: \(entries) from disk (\(Quantity.describe(bytes: bytes)))")
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import ImgfsModel
+
+/// Tells the one who asked (the filesystem) when a cached image's bytes are being replaced by a new body, or dropped
+/// because the origin says the image is gone, so that the kernel drops the pages and attributes it cached.
+///
+/// Guarantees: the handler is called on the thread that learned of the change, before anyone is served the new bytes;
+/// a later ``observe(_:)`` replaces an earlier handler.
+final class ContentChangeAnnouncer: Sendable {
+    private let handler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
+
+    func observe(_ handler: @escaping @Sendable (ImageURL) -> Void) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    func announce(_ url: ImageURL) {
+        handler.withLock { $0 }?(url)
+    }
+}

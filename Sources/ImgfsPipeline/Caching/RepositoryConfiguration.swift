@@ -1,0 +1,39 @@
+import Foundation
+import ImgfsModel
+
+/// How an ``ImageRepository`` caches: policy, expiry, failure memory, limits, disk-write pacing, body memory.
+public struct RepositoryConfiguration: Sendable {
+    public var policy = CachePolicy.cacheElseLoad
+    public var expiry = ExpiryPolicy()
+    public var failureMemory = FailureMemory()
+    /// An image the origin vouched for this recently is fresh whatever its expiry, so that one program's lookup,
+    /// open and reads see one fetch even of a `no-store` or `max-age=0` image.
+    public var minimumFreshness: TimeInterval = 1
+    /// What a body must satisfy (size cap, image signature).
+    public var limits = Download.Limits()
+    /// Hosts whose images are not served, from the network or from the caches (`--allow-host`,
+    /// `--deny-private-networks`): a cached image of a host the mount now refuses is refused too.
+    public var addressPolicy = AddressPolicy()
+    /// When background disk writes wait for readers and transfers.
+    public var diskWrites = DiskWriteScheduler.Pacing()
+    /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).
+    public var bodyMemory = BodyMemory.ordinary
+    /// The shared tier (`--shared-cache`), when the fetcher goes through one: `cache-only` may then still read it
+    /// (never the origin), and its counters join the statistics.
+    public var sharedTier: SharedTierFetcher?
+
+    public init() {}
+}
+
+/// How long failures are remembered (``RememberedFailures``).
+public struct FailureMemory: Sendable {
+    /// For 404, 410 and unresolvable hosts (`--negative-ttl`; 0 with `--retry-failed`).
+    public var permanent: TimeInterval
+    /// For everything else: long enough that one program's stat, open and read see one attempt.
+    public var transient: TimeInterval
+
+    public init(permanent: TimeInterval = 60, transient: TimeInterval = 1) {
+        self.permanent = permanent
+        self.transient = transient
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import ImgfsModel
+
+/// Runs work in the background, one item at a time, in the order it was submitted: where the repository writes the
+/// disk cache.
+public protocol SerialWorker: Sendable {
+    /// Queues `work`; returns at once.
+    func submit(_ work: @escaping @Sendable () -> Void)
+    /// Returns once everything submitted before the call has run.
+    func drain()
+}
+
+/// A ``SerialWorker`` on a private dispatch queue: the default, and what tests use.
+public struct DispatchSerialWorker: SerialWorker {
+    private let queue: DispatchQueue
+
+    public init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    public func submit(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
+    public func drain() {
+        queue.sync {}
+    }
+}

@@ -1,0 +1,425 @@
+import Foundation
+import ImgfsModel
+
+/// One transfer of one URL, observed by any number of waiting readers.
+///
+/// Guarantees: every waiter is answered exactly once, without the lock held; a read is answered as soon as its range
+/// has arrived (streaming), with the bytes clamped to the image's end; once the download fails every waiter gets the
+/// error, also readers of ranges that had arrived before (a partial body is never handed out as a whole one); a body
+/// shorter than its Content-Length is a failure; a body that starts again (a retry that could not resume) replaces
+/// the bytes held only when no reader had any of them, and otherwise must repeat them exactly (never a mix).
+public final class Download: TransferObserving, Sendable {
+    public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
+    public typealias ReadReply = @Sendable (Result<ImageSlice, FetchError>) -> Void
+
+    /// Where the transfer is.
+    public enum Phase: Equatable, Sendable {
+        case waitingForHead
+        case receiving
+        case complete
+        case failed(FetchError, at: ContinuousClock.Instant)
+    }
+
+    private struct RangeWaiter {
+        let offset: Int
+        let count: Int
+        let interest: Interest?
+        let reply: ReadReply
+    }
+
+    private struct State {
+        var phase = Phase.waitingForHead
+        var head: ResponseHead?
+        var headReceivedAt = Date()
+        var bytes = ImageBytes()
+        var received = 0
+        var metadataWaiters: [MetadataReply] = []
+        var metadataInterests: [Interest?] = []
+        var handle: (any TransferHandle)?
+        var rangeWaiters: [RangeWaiter] = []
+        var finishHandlers: [@Sendable (FetchError?) -> Void] = []
+        /// How many of the finish handlers stand for someone waiting for the whole body (a variant's original).
+        var bodyWaiters = 0
+        var headWaiters: [@Sendable (Result<ResponseHead, FetchError>) -> Void] = []
+        /// Whether the first bytes were checked to be an image (or need not be).
+        var verified = false
+        /// Whether any body byte was handed to a reader (a restarted body must then repeat them exactly).
+        var served = false
+        /// After a restart with bytes served: the first `replayLimit` bytes of the new body are compared with those
+        /// held (`replayed` of them so far), not appended.
+        var replayLimit = 0
+        var replayed = 0
+    }
+
+    /// What a body must satisfy to be served.
+    public struct Limits: Sendable {
+        /// The largest body accepted (`--max-size`).
+        public var maxSize = 64 << 20
+        /// Whether the body must start with a known image signature (off with `--allow-any-type`).
+        public var requireImage = true
+
+        public init(maxSize: Int = 64 << 20, requireImage: Bool = true) {
+            self.maxSize = maxSize
+            self.requireImage = requireImage
+        }
+    }
+
+    /// The URL being fetched.
+    public let url: ImageURL
+    public let limits: Limits
+    private let state = Locked(State())
+
+    /// Where bodies are kept (file-backed for the sizes it chooses).
+    public let memory: BodyMemory
+
+    /// Whether something outside the download holds on to it (a file handle open on its image).
+    private let isHeld: @Sendable () -> Bool
+
+    public init(
+        url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
+        isHeld: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.url = url
+        self.isHeld = isHeld
+        self.limits = ActivePolicy.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
+        self.memory = memory
+    }
+
+    // MARK: - What readers see
+
+    /// The current phase.
+    public var phase: Phase { state.withLock { $0.phase } }
+
+    /// The metadata if the size is known now, without waiting.
+    public var currentMetadata: ImageMetadata? { state.withLock { Self.metadata(of: $0) } }
+
+    /// The bytes of a complete download, else nil.
+    public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
+
+    /// All the bytes of the body once they have arrived and been checked (the same bytes reads are served), even
+    /// before the transfer has reported its end; else nil.
+    public var arrivedBody: ImageSlice? {
+        state.withLock { state in
+            guard let size = Self.metadata(of: state)?.size, state.received == size else { return nil }
+            if case .failed = state.phase { return nil }
+            state.served = true
+            return ImageSlice(bytes: state.bytes, offset: 0, count: size)
+        }
+    }
+
+    /// Answers once the size is known (Content-Length, else the end of the body) or the download failed.
+    public func whenMetadataKnown(interest: Interest? = nil, _ reply: @escaping MetadataReply) {
+        let answer: Result<ImageMetadata, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let metadata = Self.metadata(of: state) { return .success(metadata) }
+            state.metadataWaiters.append(reply)
+            state.metadataInterests.append(interest)
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// Answers with bytes `offset ..< offset + count` once they arrived (fewer at the end of the image), or the error.
+    public func read(offset: Int, count: Int, interest: Interest? = nil, _ reply: @escaping ReadReply) {
+        let answer: Result<ImageSlice, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let slice = Self.slice(of: state, offset: offset, count: count) {
+                state.served = state.served || slice.count > 0
+                return .success(slice)
+            }
+            state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, interest: interest, reply: reply))
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// Answers with the response head once it arrived (a 2xx, or a 304 for a revalidation), or with the error.
+    public func whenHeadKnown(_ reply: @escaping @Sendable (Result<ResponseHead, FetchError>) -> Void) {
+        let answer: Result<ResponseHead, FetchError>? = state.withLock { state in
+            if case .failed(let error, _) = state.phase { return .failure(error) }
+            if let head = state.head { return .success(head) }
+            state.headWaiters.append(reply)
+            return nil
+        }
+        if let answer { reply(answer) }
+    }
+
+    /// Raises the transfer's admission priority (a waiting reader joined a read-ahead or background transfer).
+    public func promote(to priority: FetchPriority) { state.withLock { $0.handle }?.promote(to: priority) }
+
+    /// Remembers how to call the transfer off (see ``cancelIfAbandoned()``).
+    public func attach(_ handle: any TransferHandle) {
+        state.withLock { $0.handle = handle }
+    }
+
+    /// Calls the transfer off when nobody wants it any more: no file handle is open on it (`openHandles`), nobody
+    /// waits for its size (every such request was interrupted), and less than half of its announced size has arrived
+    /// (nothing at all, when no size was announced). Reads still pending then are the kernel's readahead for files
+    /// already closed. `beforeCancelling` runs just before the transfer is called off. Returns whether it called the
+    /// transfer off.
+    @discardableResult
+    public func cancelIfAbandoned(openHandles: Int, beforeCancelling: () -> Void = {}) -> Bool {
+        guard openHandles == 0 else { return false }
+        let handle = state.withLock { state -> (any TransferHandle)? in
+            switch state.phase {
+            case .complete, .failed: return nil
+            case .waitingForHead, .receiving: break
+            }
+            guard state.metadataInterests.allSatisfy({ $0?.isWithdrawn == true }) else { return nil }
+            let length = state.head?.contentLength
+            let lessThanHalf = length.map { state.received * 2 < $0 } ?? (state.received == 0)
+            return lessThanHalf ? state.handle : nil
+        }
+        guard let handle else { return false }
+        beforeCancelling()
+        handle.cancel()
+        return true
+    }
+
+    /// The response head, if it has arrived.
+    public var head: ResponseHead? { state.withLock { $0.head } }
+
+    /// Whether anyone waits for the transfer: a stat or read not yet answered (and not interrupted), someone waiting
+    /// for the whole body (``whenFinished(waiting:_:)``), or a file handle open on the image. A transfer started by a
+    /// lookup or a stat that has had its answer is wanted by nobody.
+    public var isWanted: Bool {
+        let waiting = state.withLock { state in
+            state.bodyWaiters > 0 || state.metadataInterests.contains { $0?.isWithdrawn != true }
+                || state.rangeWaiters.contains { $0.interest?.isWithdrawn != true }
+        }
+        return waiting || isHeld()
+    }
+
+    /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error. With
+    /// `waiting`, the handler stands for someone who waits for the whole body: the transfer is wanted until it ends.
+    public func whenFinished(waiting: Bool = false, _ handler: @escaping @Sendable (FetchError?) -> Void) {
+        let ended: FetchError?? = state.withLock { state in
+            switch state.phase {
+            case .complete: return .some(nil)
+            case .failed(let error, _): return .some(error)
+            case .waitingForHead, .receiving:
+                state.finishHandlers.append(handler)
+                if waiting { state.bodyWaiters += 1 }
+                return nil
+            }
+        }
+        if let ended { handler(ended) }
+    }
+
+    // MARK: - TransferObserving
+
+    @discardableResult
+    public func transferDidReceive(head: ResponseHead) -> Bool {
+        if !head.isNotModified, let length = head.contentLength, length > limits.maxSize {
+            transferDidComplete(error: .tooLarge(size: length, limit: limits.maxSize))
+            return false
+        }
+        let (headWaiters, metadataWaiters, metadata) = state.withLock {
+            state -> ([@Sendable (Result<ResponseHead, FetchError>) -> Void], [MetadataReply], ImageMetadata?) in
+            state.head = head
+            state.headReceivedAt = Date()
+            state.phase = .receiving
+            state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength, memory: memory)
+            state.verified = !limits.requireImage || head.isNotModified
+            defer { state.headWaiters.removeAll() }
+            guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+            }
+            return (state.headWaiters, state.metadataWaiters, metadata)
+        }
+        headWaiters.forEach { $0(.success(head)) }
+        if let metadata { metadataWaiters.forEach { $0(.success(metadata)) } }
+        return true
+    }
+
+    public func transferDidRestart(head: ResponseHead) -> Bool {
+        let refusal = state.withLock { state -> FetchError?? in
+            if case .failed = state.phase { return .some(nil) }
+            guard head.contentLength == state.head?.contentLength else {
+                let sizes = [state.head?.contentLength, head.contentLength].map { $0.map(String.init) ?? "unknown" }
+                return .changed("its size went from \(sizes[0]) to \(sizes[1]) bytes")
+            }
+            state.head = head
+            if state.served {
+                state.replayLimit = state.received
+                state.replayed = 0
+            } else {
+                state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
+                state.received = 0
+                state.verified = !limits.requireImage
+            }
+            return nil
+        }
+        if let refusal {
+            if let refusal { transferDidComplete(error: refusal) }
+            return false
+        }
+        return true
+    }
+
+    @discardableResult
+    public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
+        let (buffer, alreadyFailed, replayed, replay) = state.withLock { state in
+            if case .failed = state.phase { return (state.bytes, true, 0, 0) }
+            return (state.bytes, false, state.replayed, state.replayLimit - state.replayed)
+        }
+        guard !alreadyFailed else { return false }
+        var bytes = bytes
+        if replay > 0 {
+            // A restarted body must repeat the bytes readers already had.
+            let count = min(replay, bytes.count)
+            guard buffer.copyBytes(offset: replayed, count: count).elementsEqual(bytes.prefix(count)) else {
+                transferDidComplete(error: .changed("the new answer differs in bytes readers already had"))
+                return false
+            }
+            state.withLock { $0.replayed += count }
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[count...])
+            if bytes.isEmpty { return true }
+        }
+        guard buffer.count + bytes.count <= limits.maxSize else {
+            transferDidComplete(error: .tooLarge(size: nil, limit: limits.maxSize))
+            return false
+        }
+        buffer.append(bytes)
+        let (ready, metadataWaiters, metadata, rejection) = state.withLock {
+            state -> ([(RangeWaiter, ImageSlice)], [MetadataReply], ImageMetadata?, FetchError?) in
+            state.received = buffer.count
+            var justVerified = false
+            if !state.verified && state.received >= ImageSignature.bytesNeeded {
+                if let rejection = Self.signatureRejection(buffer) { return ([], [], nil, rejection) }
+                state.verified = true
+                justVerified = true
+            }
+            guard justVerified, let metadata = Self.metadata(of: state) else {
+                return (Self.takeSatisfiedWaiters(&state), [], nil, nil)
+            }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+            }
+            return (Self.takeSatisfiedWaiters(&state), state.metadataWaiters, metadata, nil)
+        }
+        if let rejection {
+            transferDidComplete(error: rejection)
+            return false
+        }
+        if let metadata { metadataWaiters.forEach { $0(.success(metadata)) } }
+        ready.forEach { waiter, slice in waiter.reply(.success(slice)) }
+        return true
+    }
+
+    public func transferDidComplete(error: FetchError?) {
+        let ended = state.withLock { state -> Bool in
+            switch state.phase {
+            case .complete, .failed: return true
+            case .waitingForHead, .receiving: return false
+            }
+        }
+        guard !ended else { return }
+        let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock {
+            state -> (
+                [MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void],
+                [@Sendable (Result<ResponseHead, FetchError>) -> Void], Result<ImageMetadata, FetchError>
+            ) in
+            var failure = error
+            if failure == nil, state.head?.isNotModified == false, let expected = state.head?.contentLength,
+                expected != state.received
+            {
+                failure = .truncated(expected: expected, received: state.received)
+            }
+            if failure == nil && state.head == nil { failure = .transport("the response ended before its header") }
+            if failure == nil && state.replayed < state.replayLimit {
+                failure = .changed("the new answer is shorter than the bytes readers already had")
+            }
+            if failure == nil && !state.verified {
+                failure = Self.signatureRejection(state.bytes)
+                state.verified = failure == nil
+            }
+            if let failure {
+                state.phase = .failed(failure, at: .now)
+                state.bytes = ImageBytes()
+            } else {
+                state.phase = .complete
+            }
+            defer {
+                state.metadataWaiters.removeAll()
+                state.metadataInterests.removeAll()
+                state.handle = nil
+                state.rangeWaiters.removeAll()
+                state.finishHandlers.removeAll()
+                state.bodyWaiters = 0
+                state.headWaiters.removeAll()
+            }
+            let outcome: Result<ImageMetadata, FetchError> =
+                failure.map { .failure($0) } ?? .success(Self.metadata(of: state)!)
+            return (
+                state.metadataWaiters, state.rangeWaiters, state.finishHandlers,
+                failure == nil ? [] : state.headWaiters, outcome
+            )
+        }
+        // Finish handlers (the caches' bookkeeping and its log lines) run before any waiter is woken.
+        finishHandlers.forEach { handler in
+            if case .failure(let error) = outcome { handler(error) } else { handler(nil) }
+        }
+        if case .failure(let error) = outcome { headWaiters.forEach { $0(.failure(error)) } }
+        metadataWaiters.forEach { $0(outcome) }
+        for waiter in rangeWaiters {
+            switch outcome {
+            case .failure(let error): waiter.reply(.failure(error))
+            case .success: read(offset: waiter.offset, count: waiter.count, waiter.reply)
+            }
+        }
+    }
+
+    // MARK: - Helpers (lock held)
+
+    /// Known once the head has arrived and the body was checked to be an image (an empty or non-image body must fail
+    /// stat and open, since the kernel never reads a file whose size it believes to be 0).
+    private static func metadata(of state: State) -> ImageMetadata? {
+        guard let head = state.head, state.verified || state.phase == .complete else { return nil }
+        let size: Int
+        if let length = head.contentLength {
+            size = length
+        } else if state.phase == .complete {
+            size = state.received
+        } else {
+            return nil
+        }
+        return ImageMetadata(
+            size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
+            fetchedAt: state.headReceivedAt)
+    }
+
+    /// Why the body is not served as an image, judged on its first bytes; nil when it starts like one.
+    private static func signatureRejection(_ bytes: ImageBytes) -> FetchError? {
+        let prefix = bytes.copyBytes(offset: 0, count: ImageSignature.bytesNeeded)
+        return ImageSignature.detect(prefix) == nil ? .notAnImage(ImageSignature.describe(prefix)) : nil
+    }
+
+    /// The slice for a read if it can be answered now (never before the body was checked to be an image).
+    private static func slice(of state: State, offset: Int, count: Int) -> ImageSlice? {
+        guard state.verified || state.phase == .complete else { return nil }
+        let known = metadata(of: state)?.size
+        let end = min(offset + count, known ?? Int.max)
+        if let known, offset >= known { return .empty }
+        guard state.received >= end else { return nil }
+        return ImageSlice(bytes: state.bytes, offset: offset, count: end - offset)
+    }
+
+    private static func takeSatisfiedWaiters(_ state: inout State) -> [(RangeWaiter, ImageSlice)] {
+        var ready: [(RangeWaiter, ImageSlice)] = []
+        var waiting: [RangeWaiter] = []
+        for waiter in state.rangeWaiters {
+            if let slice = slice(of: state, offset: waiter.offset, count: waiter.count) {
+                state.served = state.served || slice.count > 0
+                ready.append((waiter, slice))
+            } else {
+                waiting.append(waiter)
+            }
+        }
+        state.rangeWaiters = waiting
+        return ready
+    }
+}

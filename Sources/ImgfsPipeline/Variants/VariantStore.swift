@@ -1,0 +1,227 @@
+import Foundation
+import ImgfsModel
+import ImgfsStore
+import Logging
+
+/// Downsized variants of images (`thumb/<px>/<name>`): made from the original on a bounded pool of workers, cached in
+/// memory and on disk as entries of their own.
+///
+/// Guarantees:
+/// - Only the configured sizes exist; any other size is not found, so nobody can make the daemon produce unbounded
+///   variants.
+/// - One production per size and URL at a time; every caller joins it. The original comes through the
+///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
+/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread, and a worker is
+///   given a variant only once its original is complete: no worker waits for the network. A queued job holds no bytes
+///   of a cached original; one whose transfer just completed holds that body (the bytes the memory cache holds, when
+///   it could take them).
+/// - A variant carries a validator made of its size and the original's size, ETag and Last-Modified, and the
+///   original's expiry. A variant whose original is cached with another validator is made again; an expired one is
+///   served by stat and read, and revalidated through its original (a 304 renews it) by lookup and open. A refreshed
+///   original (``originalChanged(_:)``) drops its variants.
+/// - A decode that cannot stream (interlaced PNG, progressive JPEG, GIF, HEIF) is admitted only while the estimates of
+///   such decodes under way, its own included, stay within ``decodeLimit`` (``DecodeBudget``); one that can never fit
+///   fails with ``VariantError/decodeTooLarge(_:budget:)``, one that fits later is parked off the workers.
+/// - Nothing incomplete is served or cached: a variant is stored only once it is fully encoded. A failure is
+///   answered with its error; a decoder's failure is remembered while the original keeps its validator.
+/// - Its memory cache and disk cache are its own: variants never show up among the repository's images.
+public final class VariantStore: Sendable {
+    /// What variants exist and how they are made.
+    public struct Configuration: Sendable {
+        /// The longer sides allowed (`--thumb-sizes`).
+        public var sizes: [Int] = [64, 128, 256, 512, 1024]
+        /// Originals whose header announces more pixels are refused (`--max-pixels`).
+        public var maximumPixels = 100_000_000
+        /// The quality of JPEG variants.
+        public var jpegQuality = 85
+
+        public init() {}
+    }
+
+    /// Where a variant is served from.
+    public enum Variant: Sendable {
+        case memory(CachedImage)
+        case disk(CacheRecord)
+
+        /// Its metadata: its own size and type; the original's Last-Modified and fetch time; its validator as ETag.
+        public var metadata: ImageMetadata {
+            switch self {
+            case .memory(let image): image.metadata
+            case .disk(let record): record.metadata
+            }
+        }
+
+        public var expiresAt: Date {
+            switch self {
+            case .memory(let image): image.expiresAt
+            case .disk(let record): record.expiresAt
+            }
+        }
+    }
+
+    public typealias VariantReply = @Sendable (Result<Variant, VariantError>) -> Void
+
+    struct State {
+        /// Productions under way, with everyone waiting for them.
+        var waiting: [String: [VariantReply]] = [:]
+        /// Decoder failures, valid while the original keeps the validator they were made with.
+        var failures: [String: (error: VariantError, validator: String)] = [:]
+        /// The last failure of each variant until it is made (for `user.imgfs.error`); bounded.
+        var lastErrors: [String: VariantError] = [:]
+        /// Variants made and not yet on disk: still found when the memory cache let them go meanwhile.
+        var pendingWrites: [String: CachedImage] = [:]
+    }
+
+    public let configuration: Configuration
+    let repository: ImageRepository
+    let maker: any VariantMaking
+    let memory: MemoryCache
+    let disk: (any DiskCaching)?
+    let workers: VariantWorkers
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let state = Locked(State())
+    /// Keys already computed (``key(_:_:)``).
+    let keys = Locked<[VariantID: String]>([:])
+    /// What the store did (``statistics()``).
+    let counters = Locked(VariantCounters())
+    /// The decodes that cannot stream, admitted against ``decodeLimit``.
+    let decodeBudget = DecodeBudget()
+    /// Disk writes of variants, one at a time, off the workers.
+    let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
+    private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
+
+    public init(
+        repository: ImageRepository, maker: any VariantMaking, memory: MemoryCache, disk: (any DiskCaching)?,
+        workers: VariantWorkers, configuration: Configuration, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.repository = repository
+        self.maker = maker
+        self.memory = memory
+        self.disk = disk
+        self.workers = workers
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Called (on a worker, before the callers are answered) when a variant replaces a cached one of other content.
+    public func onReplaced(_ handler: @escaping @Sendable (_ size: Int, _ url: ImageURL) -> Void) {
+        replacedHandler.withLock { $0 = handler }
+    }
+
+    func replaced(_ size: Int, _ url: ImageURL) {
+        replacedHandler.withLock { $0 }?(size, url)
+    }
+
+    /// The memory the decodes that cannot stream may hold together: the images' memory budget as it is now
+    /// (`--memory-limit`, at most an eighth of the memory cgroup's limit), so that it shrinks with the cgroup.
+    public var decodeLimit: Int { repository.tiers.memory.budget }
+
+    /// Whether `size` is one of the configured sizes.
+    public func allows(_ size: Int) -> Bool { configuration.sizes.contains(size) }
+
+    // MARK: - Serving
+
+    /// The variant of `url` of longer side `size`: cached, or made now. With `refresh` (lookup, open), an expired
+    /// variant is revalidated through its original first.
+    public func variant(_ size: Int, of url: ImageURL, refresh: Bool, reply: @escaping VariantReply) {
+        let key = key(size, url)
+        if let cached = cachedVariant(key, counting: true), isCurrent(cached, size: size, url: url),
+            !refresh || now() < cached.expiresAt
+        {
+            return reply(.success(cached))
+        }
+        make(size, url, key: key, reply: reply)
+    }
+
+    /// Bytes `offset ..< offset + count` of the variant (fewer at the end).
+    public func read(
+        _ size: Int, of url: ImageURL, offset: Int, count: Int,
+        reply: @escaping @Sendable (Result<ImageSlice, VariantError>) -> Void
+    ) {
+        variant(size, of: url, refresh: false) { [self] result in
+            switch result {
+            case .failure(let error):
+                reply(.failure(error))
+            case .success(.memory(let image)):
+                counters.withLock { $0.servedFromMemory += 1 }
+                reply(.success(ImageSlice(image.bytes, size: image.metadata.size, offset: offset, count: count)))
+            case .success(.disk(let record)):
+                guard let bytes = loadFromDisk(record, url: url) else {
+                    return read(size, of: url, offset: offset, count: count, reply: reply)
+                }
+                counters.withLock { $0.servedFromDisk += 1 }
+                reply(.success(ImageSlice(bytes, size: record.size, offset: offset, count: count)))
+            }
+        }
+    }
+
+    // MARK: - Keys and validators
+
+    /// The cache key of a variant: the SHA-256 of its size and the original's URL (without fragment). Remembered
+    /// (every open asks; a digest costs more than the rest of a cached open), up to ``rememberedKeys`` of them.
+    func key(_ size: Int, _ url: ImageURL) -> String {
+        let id = VariantID(size: size, url: url)
+        if let key = keys.withLock({ $0[id] }) { return key }
+        let scope = url.credentialScope.map { "\($0)/" } ?? ""
+        let key = SHA256.hex(of: "imgfs-variant/\(size)/\(scope)\(url.resourceKey)".utf8)
+        keys.withLock { keys in
+            if keys.count >= Self.rememberedKeys { keys.removeAll(keepingCapacity: true) }
+            keys[id] = key
+        }
+        return key
+    }
+
+    struct VariantID: Hashable {
+        let size: Int
+        let url: ImageURL
+    }
+
+    static let rememberedKeys = 4096
+
+    /// What identifies the content of a variant: its size and the original's size, ETag and Last-Modified.
+    static func validator(_ size: Int, _ original: ImageMetadata) -> String {
+        let modified = original.lastModified.map { String(Int(saturating: $0.timeIntervalSince1970)) } ?? ""
+        return "\(size);\(original.size);\(original.etag ?? "");\(modified)"
+    }
+
+    static func size(ofValidator validator: String) -> Int? {
+        validator.split(separator: ";", maxSplits: 1).first.flatMap { Int($0) }
+    }
+
+    // MARK: - Cache look-ups
+
+    func cachedVariant(_ key: String, counting: Bool) -> Variant? {
+        if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
+        if let image = state.withLock({ $0.pendingWrites[key] }) { return .memory(image) }
+        return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    /// Whether `variant` was made from the original as it is cached now (true when the original is not cached).
+    func isCurrent(_ variant: Variant, size: Int, url: ImageURL) -> Bool {
+        // The cached original without building a whole report (every open asks); one being fetched otherwise.
+        let cached = repository.tiers.source(url.cacheKey, counting: false)?.metadata
+        guard let original = cached ?? repository.report(url).metadata else { return true }
+        return variant.metadata.etag == Self.validator(size, original)
+    }
+
+    /// A disk variant's bytes, moved to memory; nil (and the entry dropped) when it is unusable.
+    private func loadFromDisk(_ record: CacheRecord, url: ImageURL) -> ImageBytes? {
+        guard let disk else { return nil }
+        do {
+            let bytes = ImageBytes(copying: try disk.readAll(key: record.key))
+            disk.touch(key: record.key)
+            memory.insert(
+                CachedImage(
+                    url: url.withoutFragment, bytes: bytes, metadata: record.metadata,
+                    expiresAt: record.expiresAt), forKey: record.key)
+            return bytes
+        } catch {
+            logger.warning("variant disk entry unusable (\(error)); making it again", metadata: ["url": "\(url)"])
+            disk.remove(key: record.key)
+            return nil
+        }
+    }
+}
