@@ -3,17 +3,17 @@
 //   CFuse, CCurl, CCurlShims,
 //   CFuseShims, CVips,
 //   CVipsShims, CHiredis,
-//   CCRC32, CTmpfsShims       C interop only
+//   CStoreShims, CTmpfsShims  C interop only
 //   ImgfsModel                values: URLs and names, errors, metadata, request rules, address rules, signatures
-//   ImgfsStore                the disk cache: records, the index, atomic writes, scanning (ImgfsModel)
+//   ImgfsStore                the disk cache: records, the index, atomic writes, scanning, the CRC-32
+//                             (ImgfsModel + CStoreShims)
 //   ImgfsPipeline             downloads, the in-flight table, remembered failures, the memory cache and the tiers,
 //                             the disk-write queue, the shared tier, variants (ImgfsModel, ImgfsStore)
 //   ImgfsFilesystem           the file system without FUSE: inodes, the views img/, lists/, hosts/, thumb/, .imgfs/,
 //                             lists and read-ahead, statistics (ImgfsModel, ImgfsStore, ImgfsPipeline)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
 //                             shared memory for image bodies (a private tmpfs in large pages, or memfds), worker
-//                             threads and their signal masks, the CRC-32 of the processor's carry-less
-//                             multiplication (+ CCRC32, CTmpfsShims)
+//                             threads and their signal masks (+ CTmpfsShims)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsPipeline, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsFilesystem, ImgfsSystem + CFuse)
 //   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsPipeline + CVipsShims)
@@ -44,7 +44,9 @@ let package = Package(
         .target(name: "CVipsShims", dependencies: ["CVips"]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "ImgfsModel", dependencies: [.product(name: "Logging", package: "swift-log")]),
-        .target(name: "ImgfsStore", dependencies: ["ImgfsModel", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "ImgfsStore",
+            dependencies: ["ImgfsModel", "CStoreShims", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "ImgfsPipeline",
             dependencies: ["ImgfsModel", "ImgfsStore", .product(name: "Logging", package: "swift-log")]),
@@ -59,12 +61,12 @@ let package = Package(
             dependencies: ["ImgfsModel", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsSystem", "CFuse", "CFuseShims"]),
         .target(name: "ImgfsRedis", dependencies: ["ImgfsModel", "ImgfsPipeline", "CHiredis"]),
         .target(name: "ImgfsVips", dependencies: ["ImgfsModel", "ImgfsPipeline", "CVipsShims", "CVips"]),
-        .target(name: "CCRC32"),
+        .target(name: "CStoreShims"),
         .target(name: "CTmpfsShims"),
         .target(
             name: "ImgfsSystem",
             dependencies: [
-                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "CCRC32", "CTmpfsShims",
+                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "CTmpfsShims",
                 .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(

@@ -45,7 +45,7 @@ extension DiskCache {
             var intact = bytes.count == length
             if intact && !verified {
                 let fileSize = Int(try DiskCacheIO.fileStatus(fd, path: path).st_size)
-                intact = entry.holdsBody(inFileOf: fileSize) && DiskCacheCRC32.checksum(bytes) == record.checksum
+                intact = entry.holdsBody(inFileOf: fileSize) && CRC32.checksum(bytes) == record.checksum
             }
             guard intact else {
                 try discardDamaged(entry)
@@ -202,7 +202,7 @@ extension DiskCache {
             }
             guard read == piece else { return false }
             checksum = buffer.withUnsafeBytes {
-                DiskCacheCRC32.update(checksum, with: .init(rebasing: $0.prefix(piece)))
+                CRC32.update(checksum, with: .init(rebasing: $0.prefix(piece)))
             }
             offset += piece
         }

@@ -38,7 +38,7 @@ extension DiskCache {
         stored.size = body.count
         stored.lastAccess = options.now()
         guard body.count <= sizeLimit else {
-            stored.checksum = DiskCacheCRC32.checksum(body)
+            stored.checksum = CRC32.checksum(body)
             logger.debug("disk cache: \(body.count) bytes exceed the limit of \(sizeLimit); not kept")
             withWriteLock { _removeFiles(of: withIndex { $0.remove(key) }.map { [$0] } ?? []) }
             return stored
@@ -195,7 +195,7 @@ extension DiskCache {
                         throw DiskCacheSystemError(operation: "write", path: temporary, code: code)
                     }
                     for piece in Self.cacheSized(step) {
-                        checksum = DiskCacheCRC32.update(checksum, with: piece)
+                        checksum = CRC32.update(checksum, with: piece)
                         try DiskCacheIO.writeAll(fd, piece, path: temporary)
                     }
                 }

@@ -3,6 +3,7 @@
 #elseif canImport(Musl)
     import Musl
 #endif
+import CStoreShims
 import Foundation
 import ImgfsModel
 
@@ -108,16 +109,8 @@ package enum DiskCacheIO {
     static func syncFileSystem(holding path: String) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)
         defer { try? close(fd, path: path) }
-        guard let syncfs = fileSystemSync else { return Glibc.sync() }
-        if syncfs(fd) != 0 { throw DiskCacheSystemError(operation: "syncfs", path: path, code: errno) }
+        if imgfs_syncfs(fd) != 0 { throw DiskCacheSystemError(operation: "syncfs", path: path, code: errno) }
     }
-
-    /// glibc's `syncfs` (a GNU extension the Swift module of Glibc does not declare), found at run time; every glibc
-    /// since 2.14 has it.
-    private static let fileSystemSync: (@convention(c) (Int32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-    }()
 
     static func fileStatus(_ fd: Int32, path: String) throws -> stat {
         var status = stat()

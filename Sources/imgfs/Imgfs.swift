@@ -8,7 +8,6 @@ import ImgfsSystem
 struct Imgfs: ParsableCommand {
     /// Parses the command line after turning imgfs options given in `-o` fstab form into ordinary options.
     static func main() {
-        if let update = CarrylessCRC32.update ?? ZlibCRC32.update { DiskCacheCRC32.install(update) }
         if let compress = OpenSSLSHA256.compress { SHA256.install(compress) }
         main(FstabOptions.rewrite(Array(CommandLine.arguments.dropFirst())))
     }

@@ -63,7 +63,7 @@ final class SharedTierPublication: Sendable {
             guard state.sharing, state.record != nil else { return ([], false) }
             state.size += bytes.count
             guard state.size <= configuration.maxSize else { return ([], true) }
-            state.checksum = DiskCacheCRC32.update(state.checksum, with: bytes)
+            state.checksum = CRC32.update(state.checksum, with: bytes)
             state.digest.update(bytes)
             if state.prefix.count < ImageSignature.bytesNeeded {
                 state.prefix += bytes.prefix(ImageSignature.bytesNeeded - state.prefix.count)

@@ -149,7 +149,7 @@ public enum SharedTierPiece {
     public static func encode(index: Int, bytes: [UInt8]) -> [UInt8] {
         var value = magic
         value.reserveCapacity(16 + bytes.count + SharedTierSeal.codeLength)
-        for field in [UInt32(index), UInt32(bytes.count), DiskCacheCRC32.checksum(bytes)] {
+        for field in [UInt32(index), UInt32(bytes.count), CRC32.checksum(bytes)] {
             withUnsafeBytes(of: field.bigEndian) { value.append(contentsOf: $0) }
         }
         return value + bytes
@@ -162,7 +162,7 @@ public enum SharedTierPiece {
         func field(_ at: Int) -> UInt32 { value[start + at..<start + at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
         let bytes = value[(start + 16)...]
         guard field(4) == UInt32(truncatingIfNeeded: index), Int(field(8)) == bytes.count else { return nil }
-        let crc = bytes.withUnsafeBytes { DiskCacheCRC32.checksum($0) }
+        let crc = bytes.withUnsafeBytes { CRC32.checksum($0) }
         return crc == field(12) ? bytes : nil
     }
 }

@@ -53,7 +53,7 @@ final class SharedTierTee: TransferObserving, Sendable {
         let (repeated, matches) = state.withLock { state -> (Int, Bool) in
             let repeated = max(0, min(bytes.count, skip - state.received))
             if repeated > 0 {
-                state.prefixChecksum = DiskCacheCRC32.update(
+                state.prefixChecksum = CRC32.update(
                     state.prefixChecksum,
                     with: UnsafeRawBufferPointer(rebasing: bytes[..<repeated]))
             }

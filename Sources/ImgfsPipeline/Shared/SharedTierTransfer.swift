@@ -60,7 +60,7 @@ final class SharedTierTransfer: TransferHandle, Sendable {
             state.withLock({ state -> Bool in
                 guard !state.finished else { return false }
                 state.delivered += bytes.count
-                state.prefixChecksum = DiskCacheCRC32.update(state.prefixChecksum, with: bytes)
+                state.prefixChecksum = CRC32.update(state.prefixChecksum, with: bytes)
                 if fromStore { state.digest.update(bytes) }
                 return true
             })

@@ -7,13 +7,13 @@ import Testing
 struct DiskCacheBasicsTests {
     @Test("CRC-32 matches the standard check value, piecewise too")
     func crc() {
-        #expect(DiskCacheCRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
-        #expect(DiskCacheCRC32.checksum([]) == 0)
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
         let body = DiskCacheFixture.body(100_003)
-        let whole = DiskCacheCRC32.checksum(body)
+        let whole = CRC32.checksum(body)
         let pieces = body.withUnsafeBytes { bytes in
-            DiskCacheCRC32.update(
-                DiskCacheCRC32.update(0, with: .init(rebasing: bytes[..<77])),
+            CRC32.update(
+                CRC32.update(0, with: .init(rebasing: bytes[..<77])),
                 with: .init(rebasing: bytes[77...]))
         }
         #expect(pieces == whole)
@@ -33,7 +33,7 @@ struct DiskCacheBasicsTests {
         let body = DiskCacheFixture.body(10_000)
         let stored = try cache.store(DiskCacheFixture.record("https://example.com/a.png"), body: body)
         #expect(stored.size == 10_000)
-        #expect(stored.checksum == DiskCacheCRC32.checksum(body))
+        #expect(stored.checksum == CRC32.checksum(body))
         #expect(cache.record(forKey: stored.key) == stored)
         #expect(try cache.readAll(key: stored.key) == body)
         #expect(try cache.read(key: stored.key, offset: 100, count: 50) == Array(body[100..<150]))
@@ -62,7 +62,7 @@ struct DiskCacheBasicsTests {
             try cache.store(DiskCacheFixture.record(url), body: $0, pace: { paces += 1 })
         }
         #expect(paces == 3 + 1, "3 steps that each checksum and write a piece, 1 sync")
-        #expect(stored.checksum == DiskCacheCRC32.checksum(body))
+        #expect(stored.checksum == CRC32.checksum(body))
         #expect(try cache.readAll(key: DiskCacheFixture.key(url)) == body)
     }
 

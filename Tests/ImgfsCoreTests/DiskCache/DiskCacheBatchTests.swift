@@ -58,13 +58,13 @@ struct DiskCacheBatchTests {
             ]
             let results = storeBatch(cache, items)
             #expect(try results.map { try $0.get().size } == items.map(\.body.count))
-            #expect(try results.map { try $0.get().checksum } == items.map { DiskCacheCRC32.checksum($0.body) })
+            #expect(try results.map { try $0.get().checksum } == items.map { CRC32.checksum($0.body) })
             #expect(cache.count == 4)
             #expect(cache.totalBytes == items.reduce(0) { $0 + $1.body.count })
             let files = fixture.files()
             #expect(
                 files.count == 8, "a record and a body per entry, the replaced body gone, nothing temporary: \(files)")
-            #expect(!files.contains { $0.contains(DiskCacheLayout.hex(DiskCacheCRC32.checksum(oldBody))) })
+            #expect(!files.contains { $0.contains(DiskCacheLayout.hex(CRC32.checksum(oldBody))) })
         }
         let reopened = try fixture.open(durable: true)
         #expect(try reopened.readAll(key: Fixture.key(replaced)) == Fixture.body(2_500, seed: 3))

@@ -18,7 +18,7 @@ struct DiskCacheCrashTests {
         do { _ = try fixture.open().store(old, body: oldBody) }
         let key = old.key
         let newBody = DiskCacheFixture.body(4_000, seed: 4)
-        let newChecksum = DiskCacheCRC32.checksum(newBody)
+        let newChecksum = CRC32.checksum(newBody)
         // A replacement interrupted after its body was committed, before its record: a second data file.
         try fixture.write(newBody, to: fixture.dataFile(for: key, checksum: newChecksum))
         // Temporary files of writes interrupted before their rename, one of them half written.
@@ -46,7 +46,7 @@ struct DiskCacheCrashTests {
         #expect(
             fixture.files().sorted()
                 == [
-                    "\(key.prefix(2))/\(key).\(DiskCacheLayout.hex(DiskCacheCRC32.checksum(oldBody))).data",
+                    "\(key.prefix(2))/\(key).\(DiskCacheLayout.hex(CRC32.checksum(oldBody))).data",
                     "\(key.prefix(2))/\(key).meta",
                     "\(key.prefix(2))/README"
                 ].sorted())

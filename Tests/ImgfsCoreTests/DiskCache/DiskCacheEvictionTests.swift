@@ -67,7 +67,7 @@ struct DiskCacheEvictionTests {
                         body: DiskCacheFixture.body(100)
                     ).key)
             }
-            let checksum = DiskCacheCRC32.checksum(DiskCacheFixture.body(100))
+            let checksum = CRC32.checksum(DiskCacheFixture.body(100))
             for (index, key) in keys.enumerated() {
                 try FileManager.default.setAttributes(
                     [.modificationDate: clock.now + Double(index)],
@@ -75,7 +75,7 @@ struct DiskCacheEvictionTests {
             }
             clock.advance(120)
             cache.touch(key: keys[0])  // persisted: more than a minute since the last write
-            let dataFile = fixture.dataFile(for: keys[0], checksum: DiskCacheCRC32.checksum(DiskCacheFixture.body(100)))
+            let dataFile = fixture.dataFile(for: keys[0], checksum: CRC32.checksum(DiskCacheFixture.body(100)))
             let persisted = try #require(
                 FileManager.default.attributesOfItem(atPath: dataFile.path)[.modificationDate]
                     as? Date)

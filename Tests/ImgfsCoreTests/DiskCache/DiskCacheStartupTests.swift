@@ -33,7 +33,7 @@ struct DiskCacheStartupTests {
     /// Writes `count` entries with `body` directly in the layout (records as `store` would write them) and returns
     /// their keys. Uses system calls for speed in debug builds.
     static func writeEntries(_ count: Int, body: [UInt8], in fixture: DiskCacheFixture) throws -> [String] {
-        let checksum = DiskCacheCRC32.checksum(body)
+        let checksum = CRC32.checksum(body)
         let placeholder = String(repeating: "a", count: 64)
         var template = DiskCacheFixture.record("URL", size: body.count)
         template.key = placeholder

@@ -8,7 +8,7 @@
 // of 128: multiplying by x^(E-1) instead of x^E absorbs that bit, and the product lands where the block it is added
 // to sits. The CRC register's starting value is added to the first 32 bits of the message; what is left after the
 // folds, 16 bytes and a tail shorter than a block, goes through the classic byte table from a zero register.
-#include "CCRC32.h"
+#include "CStoreShims.h"
 
 #include <immintrin.h>
 #include <string.h>
