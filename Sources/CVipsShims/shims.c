@@ -81,7 +81,7 @@ imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size
     result->source_height = vips_image_get_page_height(header);
     g_object_unref(header);
     if ((int64_t)result->source_width * (int64_t)result->source_height > max_pixels) {
-        snprintf(result->message, sizeof result->message, "%d x %d pixels, over the limit of %lld (--max-pixels)",
+        snprintf(result->message, sizeof result->message, "%d x %d pixels, over the limit of %lld (--tune max-pixels)",
                  result->source_width, result->source_height, (long long)max_pixels);
         return IMGFS_VIPS_TOO_MANY_PIXELS;
     }

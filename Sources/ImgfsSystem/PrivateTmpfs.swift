@@ -5,7 +5,7 @@ import Glibc
 /// mount table and nothing needs cleaning up), made with `huge=within_size` whatever the system chose for memfds
 /// (`shmem_enabled`, `never` on Debian's kernels): its files keep large image bodies in pages larger than 4 KiB, sized
 /// by how a file grows (``SharedMemoryFile/PageSize``: 256 KiB by default on Linux 6.14 and later, 2 MiB huge pages
-/// with `--huge-pages`).
+/// with `--tune pages=huge`).
 ///
 /// Why: a body of 10 MB takes forty 256 KiB pages instead of 2,560 pages of 4 KiB. On this project's test machine
 /// (Linux 6.18) a cold large image cost 0.73 instead of 1.13 ms of the machine's CPU per MB, and reading it again (by

@@ -3,15 +3,25 @@ import Foundation
 import ImgfsModel
 import ImgfsPipeline
 
-/// The caching options of `imgfs mount`.
+/// The caching options of `imgfs mount`: where, how much, and for how long.
 struct CacheOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Where imgfs keeps its cache and files (default: $XDG_CACHE_HOME/imgfs, else ~/.cache/imgfs); it must be "
+                + "yours and writable by you alone."))
+    var cacheDir: String?
+
     @Option(
         help: ArgumentHelp(
             "Memory cache budget, e.g. 256M (default: the smaller of 256 MiB and 10% of RAM; "
                 + "never more than an eighth of the memory cgroup limit)."))
     var memoryLimit: String?
 
-    @Option(help: "Disk cache size cap, e.g. 1G (images and thumbnails; thumbnails at most an eighth of it).")
+    @Option(
+        help: """
+            Disk cache size cap, e.g. 1G (images and thumbnails; thumbnails at most an eighth of it); 0: no disk \
+            cache, nothing is written under the cache directory but the log.
+            """)
     var diskLimit = "1G"
 
     @Option(help: "How long a fetched image stays fresh, e.g. 24h, 30m, 7d, 3600.")
@@ -24,15 +34,12 @@ struct CacheOptions: ParsableArguments {
         help: "cache-else-load (default), cache-only (never use the network) or reload (fetch again once per mount).")
     var policy = CachePolicy.cacheElseLoad.rawValue
 
-    @Option(help: "How long a 404, 410 or unresolvable host is remembered, e.g. 60s.")
-    var negativeTtl = "60s"
-
-    @Flag(
+    @Option(
         help: """
-            Remember failed URLs only for the second one use takes (its stat, open and reads): \
-            the next open tries again.
+            How long a 404, 410 or unresolvable host is remembered, e.g. 60s; 0: only for the second one use takes \
+            (its stat, open and reads), so the next open tries again.
             """)
-    var retryFailed = false
+    var negativeTtl = "60s"
 
     @Option(
         help: """
@@ -56,6 +63,16 @@ struct CacheOptions: ParsableArguments {
         return bytes
     }
 
+    /// The cache directory, made ready for use (see ``CacheDirectory/prepare(_:)``).
+    func preparedDirectory() throws -> URL {
+        let directory = URL(fileURLWithPath: cacheDir ?? CacheDirectory.defaultPath)
+        try CacheDirectory.prepare(directory)
+        return directory
+    }
+
+    /// Whether images and variants are kept on disk (`--disk-limit` above 0).
+    var usesDisk: Bool { (try? diskBudget()) != 0 }
+
     func diskBudget() throws -> Int {
         guard let bytes = Quantity.bytes(diskLimit) else {
             throw ValidationError("--disk-limit: not a size: \(diskLimit)")
@@ -72,8 +89,8 @@ struct CacheOptions: ParsableArguments {
         let negative = try OptionValue.duration(negativeTtl, "--negative-ttl")
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
-        // One use (lookup, stat, open, reads) sees one attempt even with --retry-failed.
-        configuration.failureMemory = .init(permanent: retryFailed ? 1 : negative, transient: 1)
+        // One use (lookup, stat, open, reads) sees one attempt even with --negative-ttl 0.
+        configuration.failureMemory = .init(permanent: negative == 0 ? 1 : negative, transient: 1)
         return configuration
     }
 

@@ -1,33 +1,20 @@
 /// Lets `-o` carry imgfs's own options in fstab form (`-o memory_limit=64M,allow_other,cache_control`), as mount(8),
 /// fstab and systemd pass them: each `-o` item that names an imgfs option becomes that option; fstab-only items
 /// (`defaults`, `noauto`, `_netdev`, `x-systemd.*`, …) are dropped; the rest stay FUSE options.
+///
+/// Guarantees: the imgfs options recognised are exactly those of ``OptionDefinitions/mount``, so every long option
+/// has its fstab form (`name=value`, or `name` for a flag; `_` may stand for `-`), `--tune` included
+/// (`tune=KEY=VALUE`).
 enum FstabOptions {
-    static let flags: Set<String> = [
-        "foreground", "cache-control", "retry-failed", "allow-any-type",
-        "deny-private-networks", "insecure", "nonempty", "no-passthrough",
-        "no-disk-cache", "no-direct-cold-reads", "huge-pages", "small-pages"
-    ]
-    static let valued: Set<String> = [
-        "cache-dir", "memory-limit", "disk-limit", "expire", "policy", "negative-ttl",
-        "max-stale",
-        "max-transfers", "max-transfers-per-host", "max-streams-per-connection", "fetch-threads",
-        "connect-timeout", "stall-timeout",
-        "timeout", "retries", "max-size", "allow-host", "log-level", "log-file",
-        "thumb-sizes", "max-pixels", "thumb-workers",
-        "shared-cache", "shared-cache-password-file", "shared-cache-key-file", "shared-max-size", "shared-timeout",
-        "shared-lease",
-        "ca-file", "header", "user-agent", "referer", "cookie-file", "proxy", "noproxy",
-        "policy-file", "placeholder", "read-ahead", "kernel-read-ahead"
-    ]
     static let fstabOnly: Set<String> = [
         "defaults", "auto", "noauto", "user", "users", "nouser", "nofail", "_netdev",
         "rw"
     ]
 
-    static let subcommands: Set<String> = [
-        "mount", "path", "name", "why", "stats", "purge", "prefetch", "help",
-        "reload", "policy", "list"
-    ]
+    /// The names of imgfs's subcommands (and `help`): a first argument that is none of them is mount(8)'s SOURCE.
+    static var subcommands: Set<String> {
+        Set(Imgfs.configuration.subcommands.map { $0._commandName } + ["help"])
+    }
 
     /// `arguments` (without the program name) with the `-o` items of a `mount` command rewritten. The form mount(8)
     /// and mount.fuse3 use, `imgfs SOURCE MOUNTPOINT -o OPTIONS` (for `mount -t fuse.imgfs none /mnt/img -o …` and
@@ -67,9 +54,10 @@ enum FstabOptions {
         let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts[0].replacingOccurrences(of: "_", with: "-")
         if fstabOnly.contains(parts[0]) || parts[0].hasPrefix("x-") || parts[0] == "comment" { return }
-        if flags.contains(name), parts.count == 1 {
+        let options = OptionDefinitions.mount
+        if options.flags.contains(name), parts.count == 1 {
             result.append("--\(name)")
-        } else if valued.contains(name), parts.count == 2 {
+        } else if options.valued.contains(name), parts.count == 2 {
             result += ["--\(name)", parts[1]]
         } else {
             fuse.append(item)

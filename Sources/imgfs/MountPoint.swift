@@ -48,8 +48,8 @@ enum MountPoint {
         {
             throw Unusable(
                 description:
-                    "mount point \(absolute) is not empty (imgfs would hide its files; use --nonempty or -o "
-                    + "nonempty to mount anyway)"
+                    "mount point \(absolute) is not empty (imgfs would hide its files; use -o nonempty "
+                    + "to mount anyway)"
             )
         }
         return absolute

@@ -4,36 +4,9 @@ import ImgfsCurl
 import ImgfsModel
 import ImgfsPipeline
 
-/// The network options of `imgfs mount`: limits, timeouts, retries and what may be contacted.
+/// The network options of `imgfs mount`: what is served and what may be contacted (how many transfers, timeouts and
+/// retries are `--tune` keys).
 struct NetworkOptions: ParsableArguments {
-    @Option(help: "Transfers running at once.")
-    var maxTransfers = 16
-
-    @Option(
-        help: """
-            Per host (scheme, host and port): transfers at once over HTTP/1.1 (one connection each); connections \
-            over HTTP/2, each carrying up to --max-streams-per-connection transfers.
-            """)
-    var maxTransfersPerHost = 6
-
-    @Option(help: "Transfers one HTTP/2 connection carries at once (never more than the server allows).")
-    var maxStreamsPerConnection = 100
-
-    @Option(help: "Threads receiving transfers, each with its own connections; by default one per core, at most 4.")
-    var fetchThreads = FetcherConfiguration.defaultFetchThreads
-
-    @Option(help: "How long to wait for a connection, e.g. 10s, 500ms.")
-    var connectTimeout = "10s"
-
-    @Option(help: "How long a transfer may stay below 1 KiB/s before it is abandoned, e.g. 30s.")
-    var stallTimeout = "30s"
-
-    @Option(help: "How long a whole transfer may take, e.g. 120s, 2m.")
-    var timeout = "120s"
-
-    @Option(help: "Retries of transient failures (connect errors, resets, 5xx, 429), with exponential backoff.")
-    var retries = 3
-
     @Option(help: "The largest image served, e.g. 64M; larger ones fail with EFBIG.")
     var maxSize = "64M"
 
@@ -53,16 +26,6 @@ struct NetworkOptions: ParsableArguments {
     var caFile: String?
 
     func validate() throws {
-        guard maxTransfers > 0, maxTransfersPerHost > 0, maxStreamsPerConnection > 0, fetchThreads > 0 else {
-            throw ValidationError("limits must be at least 1")
-        }
-        for (text, option) in [
-            (connectTimeout, "--connect-timeout"), (stallTimeout, "--stall-timeout"), (timeout, "--timeout")
-        ]
-        where try OptionValue.duration(text, option) <= 0 {
-            throw ValidationError("\(option) must be positive")
-        }
-        guard retries >= 0 else { throw ValidationError("--retries must be at least 0") }
         _ = try maxBytes()
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file: cannot read \(caFile)")
@@ -80,23 +43,27 @@ struct NetworkOptions: ParsableArguments {
     }
 
     /// The fetcher's settings; private networks are refused when asked or when other users can reach the mount.
-    func fetcherConfiguration(fuseOptions: [String], userAgent: String) throws -> FetcherConfiguration {
+    func fetcherConfiguration(fuseOptions: [String], tuning: Tuning, userAgent: String) -> FetcherConfiguration {
         var configuration = FetcherConfiguration()
-        configuration.maxTransfers = maxTransfers
-        configuration.maxTransfersPerHost = maxTransfersPerHost
-        configuration.streamsPerConnection = maxStreamsPerConnection
-        configuration.fetchThreads = fetchThreads
-        configuration.connectTimeout = try OptionValue.duration(connectTimeout, "--connect-timeout")
-        configuration.stallSeconds = max(
-            1, Int((try OptionValue.duration(stallTimeout, "--stall-timeout")).rounded(.up)))
-        configuration.totalTimeout = try OptionValue.duration(timeout, "--timeout")
-        configuration.retries = retries
+        configuration.maxTransfers = tuning.maxTransfers
+        configuration.maxTransfersPerHost = tuning.maxTransfersPerHost
+        configuration.streamsPerConnection = tuning.maxStreamsPerConnection
+        configuration.fetchThreads = tuning.fetchThreads
+        configuration.connectTimeout = tuning.connectTimeout
+        configuration.stallSeconds = max(1, Int(tuning.stallTimeout.rounded(.up)))
+        configuration.totalTimeout = tuning.timeout
+        configuration.retries = tuning.retries
         configuration.insecure = insecure
         configuration.caFile = caFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
-        configuration.addressPolicy = AddressPolicy(
-            denyPrivateNetworks: denyPrivateNetworks || fuseOptions.contains("allow_other"), allowedHosts: allowHost)
+        configuration.addressPolicy = addressPolicy(fuseOptions: fuseOptions)
         configuration.userAgent = userAgent
         return configuration
+    }
+
+    /// What may be contacted: private networks are refused when asked or when other users can reach the mount.
+    func addressPolicy(fuseOptions: [String]) -> AddressPolicy {
+        AddressPolicy(
+            denyPrivateNetworks: denyPrivateNetworks || fuseOptions.contains("allow_other"), allowedHosts: allowHost)
     }
 
     func limits() throws -> Download.Limits {

@@ -4,20 +4,14 @@ import ImgfsCurl
 import ImgfsFilesystem
 import ImgfsModel
 
-/// The request options of `imgfs mount`: what requests carry, the proxy, the policy file, memory-only caching and the
-/// placeholder image.
+/// The request options of `imgfs mount`: what requests carry, the proxy, the policy file and the placeholder image.
 struct RequestOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "A request header 'Name: value' (repeatable); sent only to the URL's own host.",
+            "A request header 'Name: value' (repeatable); sent only to the URL's own host. 'User-Agent: …' replaces "
+                + "imgfs/VERSION, 'Referer: …' sets the Referer.",
             valueName: "header"))
     var header: [String] = []
-
-    @Option(help: "The User-Agent sent (default: imgfs/VERSION).")
-    var userAgent: String?
-
-    @Option(help: "The Referer sent.")
-    var referer: String?
 
     @Option(help: "A Netscape-format cookie file (as curl and browsers export), read at each transfer, never written.")
     var cookieFile: String?
@@ -33,9 +27,6 @@ struct RequestOptions: ParsableArguments {
 
     @Option(help: "A policy file (YAML) of rules by host; reread on SIGHUP and `imgfs reload MOUNTPOINT`.")
     var policyFile: String?
-
-    @Flag(help: "Keep images in memory only: nothing is written under the cache directory but the log.")
-    var noDiskCache = false
 
     @Option(help: "An image served, with its own size, for any URL that fails (user.imgfs.error still says why).")
     var placeholder: String?
@@ -58,8 +49,6 @@ struct RequestOptions: ParsableArguments {
     var defaults: HostRule {
         var rule = HostRule(pattern: "*")
         rule.headers = header
-        rule.userAgent = userAgent
-        rule.referer = referer
         rule.cookieFile = cookieFile.map { URL(fileURLWithPath: $0).path }
         return rule
     }

@@ -5,7 +5,7 @@ import ImgfsPipeline
 import ImgfsRedis
 import Logging
 
-/// The shared-tier options of `imgfs mount` (`--shared-cache` and its limits).
+/// The shared-tier options of `imgfs mount`: `--shared-cache` and its secrets (its limits are `--tune` keys).
 struct SharedCacheOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
@@ -22,15 +22,6 @@ struct SharedCacheOptions: ParsableArguments {
                 + " it (HMAC-SHA-256) and values that are not are ignored. Without it, Redis is trusted as it is."))
     var sharedCacheKeyFile: String?
 
-    @Option(help: "The largest body stored in the shared cache, e.g. 64M; larger ones are fetched by each mount.")
-    var sharedMaxSize = "64M"
-
-    @Option(help: "How long a Redis command may take before imgfs uses the origin instead, e.g. 50ms, 0.2s.")
-    var sharedTimeout = "50ms"
-
-    @Option(help: "How long a mount's claim to fetch a URL for the fleet lasts once it stops renewing it, e.g. 5s.")
-    var sharedLease = "5s"
-
     func validate() throws {
         guard let sharedCache else {
             if sharedCachePasswordFile != nil {
@@ -41,23 +32,22 @@ struct SharedCacheOptions: ParsableArguments {
         }
         _ = try address(sharedCache)
         _ = try fleetKey()
-        _ = try tierSettings()
     }
 
     /// The shared tier in front of `origin`, or nil without `--shared-cache`.
     func tier(
-        origin: any ImageFetching, network: NetworkOptions, fuseOptions: [String], expiry: ExpiryPolicy,
-        logger: Logger
+        origin: any ImageFetching, addressPolicy: AddressPolicy, requireImage: Bool, tuning: Tuning,
+        expiry: ExpiryPolicy, logger: Logger
     ) throws -> SharedTierFetcher? {
         guard let sharedCache else { return nil }
         let address = try address(sharedCache)
-        var configuration = try tierSettings()
+        var configuration = SharedTierConfiguration()
+        configuration.maxSize = tuning.sharedMaxSize
+        configuration.leaseDuration = tuning.sharedLease
         configuration.expiry = expiry
-        configuration.addressPolicy =
-            try network.fetcherConfiguration(fuseOptions: fuseOptions, userAgent: "")
-            .addressPolicy
-        configuration.waitLimit = try OptionValue.duration(network.timeout, "--timeout")
-        configuration.requireImage = try network.limits().requireImage
+        configuration.addressPolicy = addressPolicy
+        configuration.waitLimit = tuning.timeout
+        configuration.requireImage = requireImage
         configuration.seal = SharedTierSeal(key: try fleetKey())
         if !configuration.seal.isKeyed {
             logger.warning(
@@ -66,7 +56,7 @@ struct SharedCacheOptions: ParsableArguments {
                 write to this Redis can replace images for every mount
                 """)
         }
-        let store = RedisStore(address: address, timeout: try OptionValue.duration(sharedTimeout, "--shared-timeout"))
+        let store = RedisStore(address: address, timeout: tuning.sharedTimeout)
         do {
             try store.ping()
             logger.notice("shared cache: \(address)")
@@ -76,20 +66,6 @@ struct SharedCacheOptions: ParsableArguments {
         return SharedTierFetcher(
             origin: origin, store: store, configuration: configuration, logger: logger,
             resolve: { HostResolver.addresses(of: $0) })
-    }
-
-    private func tierSettings() throws -> SharedTierConfiguration {
-        var configuration = SharedTierConfiguration()
-        guard let bytes = Quantity.bytes(sharedMaxSize), bytes > 0 else {
-            throw ValidationError("--shared-max-size: not a size: \(sharedMaxSize)")
-        }
-        configuration.maxSize = bytes
-        configuration.leaseDuration = try OptionValue.duration(sharedLease, "--shared-lease")
-        guard configuration.leaseDuration >= 0.1 else { throw ValidationError("--shared-lease: at least 100ms") }
-        guard try OptionValue.duration(sharedTimeout, "--shared-timeout") > 0 else {
-            throw ValidationError("--shared-timeout must be positive")
-        }
-        return configuration
     }
 
     /// The bytes of `--shared-cache-key-file` (surrounding white space removed), or none without it. Refused: a file

@@ -6,7 +6,7 @@ import ImgfsStore
 import ImgfsVips
 import Logging
 
-/// The thumbnail options of `imgfs mount`, and the wiring of `thumb/`.
+/// The thumbnail option of `imgfs mount` (`--thumb-sizes`), and the wiring of `thumb/`.
 struct ThumbnailOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
@@ -14,16 +14,8 @@ struct ThumbnailOptions: ParsableArguments {
                 + " others are ENOENT.", valueName: "sizes"))
     var thumbSizes = "64,128,256,512,1024"
 
-    @Option(help: "thumb/ refuses (EFBIG) originals whose header announces more pixels than this, before decoding.")
-    var maxPixels = 100_000_000
-
-    @Option(help: "Threads making thumbnails (default: the number of cores).")
-    var thumbWorkers: Int?
-
     func validate() throws {
         _ = try sizes()
-        guard maxPixels > 0 else { throw ValidationError("--max-pixels: must be positive") }
-        guard (thumbWorkers ?? 1) > 0 else { throw ValidationError("--thumb-workers: must be positive") }
     }
 
     func sizes() throws -> [Int] {
@@ -39,23 +31,23 @@ struct ThumbnailOptions: ParsableArguments {
     /// The variants' part of `--disk-limit` (an eighth): the images' disk cache has the rest.
     static func diskShare(of diskBudget: Int) -> Int { diskBudget / 8 }
 
-    /// The variant store: libvips on `--thumb-workers` threads; its own memory cache (an eighth of the images'
+    /// The variant store: libvips on `thumb-workers` threads; its own memory cache (an eighth of the images'
     /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, ``diskShare(of:)`` of the disk limit).
-    /// With `cacheDirectory` nil (`--no-disk-cache`) variants are kept in memory only. Their disk entries expire by
+    /// With `cacheDirectory` nil (`--disk-limit 0`) variants are kept in memory only. Their disk entries expire by
     /// `expiry` as images do (a variant's record has its original's fetch time and expiry).
     func makeStore(
         repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
-        expiry: ExpiryPolicy, logger: Logger
+        expiry: ExpiryPolicy, tuning: Tuning, logger: Logger
     ) throws -> VariantStore {
         var configuration = VariantStore.Configuration()
         configuration.sizes = try sizes()
-        configuration.maximumPixels = maxPixels
+        configuration.maximumPixels = tuning.maxPixels
         let disk = try cacheDirectory.map {
             try DiskCache(
                 directory: $0.appendingPathComponent("variants"), sizeLimit: Self.diskShare(of: diskBudget),
                 logger: logger, expiry: { expiry.expiry(of: $0) })
         }
-        let workers = VariantWorkers(count: thumbWorkers ?? ProcessInfo.processInfo.activeProcessorCount)
+        let workers = VariantWorkers(count: tuning.thumbWorkers)
         return VariantStore(
             repository: repository, maker: try VipsThumbnailer(),
             memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,

@@ -109,11 +109,11 @@ struct PolicyFileTests {
     @Test("the new options have fstab forms")
     func fstabForms() {
         let rewritten = FstabOptions.rewrite([
-            "mount", "/mnt", "-o", "no_disk_cache,proxy=http://127.0.0.1:3128,policy_file=/etc/p.yaml,allow_other"
+            "mount", "/mnt", "-o", "disk_limit=0,proxy=http://127.0.0.1:3128,policy_file=/etc/p.yaml,allow_other"
         ])
         #expect(
             rewritten == [
-                "mount", "/mnt", "--no-disk-cache", "--proxy", "http://127.0.0.1:3128",
+                "mount", "/mnt", "--disk-limit", "0", "--proxy", "http://127.0.0.1:3128",
                 "--policy-file", "/etc/p.yaml", "-o", "allow_other"
             ])
     }

@@ -43,7 +43,7 @@ struct CurlFetcherTests {
         #expect(observer.events.withLock { $0.heads.count } == 1)
     }
 
-    @Test("with --retries 0 a 503 fails at once, after one request")
+    @Test("with retries 0 a 503 fails at once, after one request")
     func noRetries() throws {
         let origin = try TestOrigin()
         origin.route("/down.png", .status(503))
@@ -76,7 +76,7 @@ struct CurlFetcherTests {
         #expect(seen[1] - seen[0] >= .milliseconds(950))
     }
 
-    @Test("at most --max-transfers-per-host run at once on a host, and a second host is not held back by its queue")
+    @Test("at most max-transfers-per-host run at once on a host, and a second host is not held back by its queue")
     func perHostAdmission() throws {
         let slow = try TestOrigin()
         let other = try TestOrigin()

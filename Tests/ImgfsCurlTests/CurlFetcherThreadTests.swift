@@ -41,7 +41,7 @@ struct CurlFetcherThreadTests {
         #expect(threads == ["imgfs-curl-0", "imgfs-curl-1"], "transfers ran on \(threads)")
     }
 
-    @Test("--max-transfers holds over all threads and hosts: 3 threads, 3 hosts, at most 3 transfers at once")
+    @Test("max-transfers holds over all threads and hosts: 3 threads, 3 hosts, at most 3 transfers at once")
     func globalLimitAcrossThreads() throws {
         let origins = try (0..<3).map { _ in try TestOrigin() }
         let running = Locked((now: 0, most: 0))

@@ -77,7 +77,7 @@ struct CommandLineTests {
         #expect(subcommand.output == flag.output && !flag.output.isEmpty, "\(subcommand.output) vs \(flag.output)")
     }
 
-    @Test("mounting on a directory that is not empty is refused in one line, unless --nonempty")
+    @Test("mounting on a directory that is not empty is refused in one line, unless -o nonempty")
     func nonEmptyMountPoint() throws {
         let directory = "/tmp/imgfs-nonempty-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -93,7 +93,7 @@ struct CommandLineTests {
             refused.output.contains("is not empty") && refused.output.split(separator: "\n").count == 1,
             "\(refused.output)")
         let accepted = try sh(
-            "'\(MountedImgfs.binary)' mount '\(directory)' --nonempty --cache-dir '\(directory)-cache'")
+            "'\(MountedImgfs.binary)' mount '\(directory)' -o nonempty --cache-dir '\(directory)-cache'")
         #expect(accepted.status == 0, "\(accepted.output)")
         let pid =
             (try? JSONSerialization.jsonObject(

@@ -20,7 +20,7 @@ struct ConnectionReuseTests {
         let files = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, images[$0 % images.count]) })
         let origin = try TLSTests.TLSOrigin(files: files, http2: false)
         defer { origin.stop() }
-        let mount = try MountedImgfs(arguments: ["--insecure", "--max-transfers-per-host", "16"])
+        let mount = try MountedImgfs(arguments: ["--insecure", "--tune", "max-transfers-per-host=16"])
         defer { mount.stop() }
         let base = origin.baseURL
         func read(_ range: Range<Int>, readers: Int) -> [String] {

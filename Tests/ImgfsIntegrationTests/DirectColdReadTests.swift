@@ -66,10 +66,10 @@ struct DirectColdReadTests {
         }
     }
 
-    @Test("with --no-direct-cold-reads the reads of an image still arriving fill the page cache")
+    @Test("with --tune direct-cold-reads=off the reads of an image still arriving fill the page cache")
     func pageCacheWhenAskedFor() throws {
         let image = try Fixtures.largeJPEG()
-        try withMountedOrigin(["--no-direct-cold-reads"]) { origin, mount in
+        try withMountedOrigin(["--tune", "direct-cold-reads=off"]) { origin, mount in
             origin.route("/slow.jpg", Self.slowly(image, seconds: 1))
             let path = mount.path(origin.baseURL + "/slow.jpg")
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)

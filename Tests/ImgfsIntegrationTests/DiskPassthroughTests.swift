@@ -144,13 +144,13 @@ struct DiskPassthroughTests {
         #expect(mount.stop() == 0)
     }
 
-    @Test("with --no-passthrough, a large image after a remount is read through imgfs from its disk-cache file")
+    @Test("with --tune passthrough=off, a large image after a remount is read through imgfs from its disk-cache file")
     func withoutPassthrough() throws {
         let image = try Fixtures.largeJPEG()
         let cached = try cachedOnDisk(image, name: "big.jpg")
         let (cache, origin, url) = (cached.cache, cached.origin, cached.url)
         defer { origin.stop() }
-        let mount = try MountedImgfs(arguments: ["--no-passthrough"], cacheDirectory: cache.path)
+        let mount = try MountedImgfs(arguments: ["--tune", "passthrough=off"], cacheDirectory: cache.path)
         defer { mount.stop() }
         for _ in 0..<2 { #expect(PosixFile.read(mount.path(url)) == .success(image)) }
         #expect(origin.totalRequests == 1)

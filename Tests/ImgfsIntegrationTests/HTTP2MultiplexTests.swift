@@ -10,7 +10,7 @@ struct HTTP2MultiplexTests {
     @Test(
         """
         with the default options, 24 cold reads of an HTTP/2 host run more than 6 at once, over HTTP/2, on at most \
-        --max-transfers-per-host connections
+        max-transfers-per-host connections
         """)
     func multiplexesOverFewConnections() throws {
         let upstream = try TestOrigin()
@@ -38,7 +38,7 @@ struct HTTP2MultiplexTests {
         #expect(lines.count == images.count, "one request per image: \(lines)")
         #expect(lines.allSatisfy { $0.count == 5 && $0[1] == "HTTP/2.0" }, "all over HTTP/2: \(lines)")
         let connections = TLSTests.TLSOrigin.connectionIDs(lines)
-        #expect(connections.count <= 6, "at most --max-transfers-per-host connections: \(connections.count)")
+        #expect(connections.count <= 6, "at most max-transfers-per-host connections: \(connections.count)")
         #expect(running.withLock { $0.most } > 6, "requests in flight at once: \(running.withLock { $0.most })")
     }
 

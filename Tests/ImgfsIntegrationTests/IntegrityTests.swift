@@ -81,7 +81,7 @@ struct IntegrityTests {
         let cache = SharedCache()
         let urls = [origin.baseURL + "/cut.jpg", origin.baseURL + "/whole.jpg"]
         do {
-            let mount = try MountedImgfs(arguments: ["--retries", "1"], cacheDirectory: cache.path)
+            let mount = try MountedImgfs(arguments: ["--tune", "retries=1"], cacheDirectory: cache.path)
             defer { mount.stop() }
             #expect(PosixFile.read(mount.path(urls[0])) == .failure(Errno(EIO)))
             #expect(PosixFile.read(mount.path(urls[1])) == .success(image), "a whole gzip stream still decodes")

@@ -20,10 +20,10 @@ struct KernelReadAheadTests {
         return try #require(Int(text.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
-    @Test("a mount reads ahead 1 MiB by default, the value of --kernel-read-ahead when given, the kernel's with 0")
+    @Test("a mount reads ahead 1 MiB by default, the value of --tune kernel-read-ahead when given, the kernel's with 0")
     func readAheadOfTheMount() throws {
         let cases: [([String], Int)] = [
-            ([], 1024), (["--kernel-read-ahead", "512"], 512), (["--kernel-read-ahead", "0"], 128)
+            ([], 1024), (["--tune", "kernel-read-ahead=512"], 512), (["--tune", "kernel-read-ahead=0"], 128)
         ]
         for (arguments, expected) in cases {
             let mount = try MountedImgfs(arguments: arguments)

@@ -156,7 +156,7 @@ struct ListReadAheadTests {
     typealias Stepping = (steps: [(hit: Bool, read: Bool)], gets: Int, counters: [String: Int])
 
     static func stepping(readAhead: Int) throws -> Stepping {
-        let fixture = try ListFixture(delay: 0.02, mountArguments: ["--read-ahead", "\(readAhead)"])
+        let fixture = try ListFixture(delay: 0.02, mountArguments: ["--tune", "read-ahead=\(readAhead)"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
         #expect(try fixture.add("viewer", urls.joined(separator: "\n")).status == 0)
@@ -190,7 +190,7 @@ struct ListReadAheadTests {
     @Test("a jump far away cancels the read-ahead nobody asked for; the jumped-to entry loads first")
     func jumpCancels() throws {
         // One transfer per host at a time and a slow origin: read-ahead queues up behind the first image.
-        let fixture = try ListFixture(delay: 0.3, mountArguments: ["--max-transfers-per-host", "1"])
+        let fixture = try ListFixture(delay: 0.3, mountArguments: ["--tune", "max-transfers-per-host=1"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
         #expect(try fixture.add("jump", urls.joined(separator: "\n")).status == 0)

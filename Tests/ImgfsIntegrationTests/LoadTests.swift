@@ -18,7 +18,7 @@ struct LoadTests {
         let icons = try Fixtures.smallPNGs(20)
         let digests = icons.map(Fixtures.sha256)
         try withMountedOrigin([
-            "--memory-limit", "64M", "--max-transfers-per-host", "16",
+            "--memory-limit", "64M", "--tune", "max-transfers-per-host=16",
             "--log-level", "warning"
         ]) { origin, mount in
             origin.route(prefix: "/icon/") { request in

@@ -96,7 +96,7 @@ struct MountAndServeTests {
             return response
         }
         fast.route("/quick.png", .ok(icon, contentType: "image/png"))
-        let mount = try MountedImgfs(arguments: ["--timeout", "30"])
+        let mount = try MountedImgfs(arguments: ["--tune", "timeout=30"])
         defer { mount.stop() }
         let held = try (0..<20).map { index in
             try ChildProcess.spawn("/bin/cat", [mount.path("\(slow.baseURL)/held/\(index)")])
@@ -187,7 +187,7 @@ struct MountAndServeTests {
     func errors() throws {
         var stuck = OriginResponse.ok([1, 2, 3], contentType: "image/png")
         stuck.headerDelay = 5
-        try withMountedOrigin(["--timeout", "1"]) { origin, mount in
+        try withMountedOrigin(["--tune", "timeout=1"]) { origin, mount in
             origin.route("/forbidden.png", .status(403))
             origin.route("/broken.png", .status(500))
             origin.route("/stuck.png", stuck)

@@ -5,7 +5,7 @@ import ImgfsTestSupport
 import Testing
 
 /// Issue 15, what a new user hit with the caches: expired copies kept for offline use, `--expire` applied to cached
-/// entries, the address policy applied to cached entries, and one attempt per use with `--retry-failed`.
+/// entries, the address policy applied to cached entries, and one attempt per use with `--negative-ttl 0`.
 @Suite("Newcomer: caches", .serialized, .enabled(if: FuseAvailability.available))
 struct NewcomerCacheTests {
     private func sh(_ command: String) throws -> (status: Int32, output: String) {
@@ -146,16 +146,16 @@ struct NewcomerCacheTests {
         #expect(proxy.totalRequests == 1)
     }
 
-    @Test("--retry-failed: a hanging URL costs one --stall-timeout per use, not two")
+    @Test("--negative-ttl 0: a hanging URL costs one stall-timeout per use, not two")
     func retryFailedTriesOncePerUse() throws {
-        try withMountedOrigin(["--retry-failed", "--stall-timeout", "2"]) { origin, mount in
+        try withMountedOrigin(["--negative-ttl", "0", "--tune", "stall-timeout=2"]) { origin, mount in
             origin.route("/hang.png", OriginResponse(status: 200, body: [1, 2, 3], headerDelay: 60))
             let start = Date()
             let result = try sh("cat '\(mount.path(origin.baseURL + "/hang.png"))' > /dev/null")
             let seconds = Date().timeIntervalSince(start)
             #expect(result.status != 0)
             #expect(origin.requestCount("/hang.png") == 1, "one attempt")
-            #expect(seconds < 3.8, "took \(seconds) s at --stall-timeout 2")
+            #expect(seconds < 3.8, "took \(seconds) s at --tune stall-timeout=2")
         }
     }
 }

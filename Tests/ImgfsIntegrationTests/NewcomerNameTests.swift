@@ -96,7 +96,7 @@ struct NewcomerNameTests {
         "path --ext uses the image's signature, fetching it first; prefetch shows the daemon's reason and 'not a URL'")
     func extensionsAndReasons() throws {
         let icon = try Fixtures.smallPNGs(1)[0]
-        try withMountedOrigin(["--retries", "0"]) { origin, mount in
+        try withMountedOrigin(["--tune", "retries=0"]) { origin, mount in
             origin.route("/blob", .ok(icon, contentType: "application/octet-stream"))
             origin.route("/broken.png", .status(500))
             let blob = origin.baseURL + "/blob"

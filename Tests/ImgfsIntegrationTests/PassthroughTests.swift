@@ -58,11 +58,11 @@ struct PassthroughTests {
         Thread.sleep(forTimeInterval: 0.3)
     }
 
-    /// The memory is a file of imgfs's own tmpfs (256 KiB pages, or 2 MiB with `--huge-pages`), a memfd with
-    /// `--small-pages`.
+    /// The memory is a file of imgfs's own tmpfs (256 KiB pages, or 2 MiB with `--tune pages=huge`), a memfd with
+    /// `--tune pages=small`.
     @Test(
         "an image the kernel no longer caches is read by the kernel from imgfs's memory, also with imgfs stopped",
-        arguments: [[], ["--huge-pages"], ["--small-pages"]])
+        arguments: [[], ["--tune", "pages=huge"], ["--tune", "pages=small"]])
     func readsWithoutTheDaemon(options: [String]) throws {
         let image = try Fixtures.largeJPEG()
         #expect(image.count > 1 << 20)
@@ -74,8 +74,8 @@ struct PassthroughTests {
             #expect(!mount.log.contains("large image bodies go to memfds"), "the tmpfs was made where asked for")
             let maps = try String(contentsOfFile: "/proc/\(mount.process.pid)/maps", encoding: .utf8)
             #expect(
-                maps.contains("/memfd:imgfs-image") == (options == ["--small-pages"]),
-                "the body is in a memfd exactly with --small-pages")
+                maps.contains("/memfd:imgfs-image") == (options == ["--tune", "pages=small"]),
+                "the body is in a memfd exactly with --tune pages=small")
             do {  // the files are closed before the unmount
                 let file = try OpenFile(path)
                 let second = try OpenFile(path)  // a second open of a passthrough file must share its backing file
@@ -98,7 +98,7 @@ struct PassthroughTests {
         let image = try Fixtures.largePNG()
         // The first read must leave the image's pages in the kernel: by default the reads of an image still arriving
         // bypass the page cache (DirectColdReadTests).
-        try withMountedOrigin(["--no-direct-cold-reads"]) { origin, mount in
+        try withMountedOrigin(["--tune", "direct-cold-reads=off"]) { origin, mount in
             origin.route("/big.png", .ok(image, contentType: "image/png"))
             let path = mount.path(origin.baseURL + "/big.png")
             #expect(Fixtures.digest(PosixFile.read(path)) == Fixtures.digest(.success(image)))

@@ -20,8 +20,8 @@ struct PlaceholderTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Data(placeholder).write(to: URL(fileURLWithPath: "\(directory)/placeholder.png"))
         try withMountedOrigin([
-            "--placeholder", "\(directory)/placeholder.png", "--retries", "0",
-            "--timeout", "1"
+            "--placeholder", "\(directory)/placeholder.png", "--tune", "retries=0",
+            "--tune", "timeout=1"
         ]) { origin, mount in
             origin.route("/500.png", .status(500))
             origin.route("/page.png", .ok(Array("<!DOCTYPE html><html>no</html>".utf8), contentType: "text/html"))

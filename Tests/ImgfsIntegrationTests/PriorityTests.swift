@@ -10,7 +10,7 @@ struct PriorityTests {
     @Test("a read waits behind no queued prefetch transfer; a prefetch transfer a reader joins is promoted")
     func prefetchIsBackground() throws {
         // One transfer per host at a time, 0.3 s each: the prefetch batch queues up behind its first transfer.
-        let fixture = try ListFixture(delay: 0.3, mountArguments: ["--max-transfers-per-host", "1"])
+        let fixture = try ListFixture(delay: 0.3, mountArguments: ["--tune", "max-transfers-per-host=1"])
         defer { fixture.stop() }
         let list = "\(fixture.mount.root)/warm.txt"
         try (1...16).map(fixture.url).joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)

@@ -53,7 +53,7 @@ struct ReliabilityTests {
         short.truncateAfter = image.count / 3
         var wrong = OriginResponse.ok(image, contentType: "image/jpeg")
         wrong.contentLength = .override(image.count + 5000)
-        try withMountedOrigin(["--retries", "2"]) { origin, mount throws in
+        try withMountedOrigin(["--tune", "retries=2"]) { origin, mount throws in
             origin.route("/short.jpg", short)
             origin.route("/wrong-length.jpg", wrong)
             #expect(PosixFile.read(mount.path(origin.baseURL + "/short.jpg")) == .failure(Errno(EIO)))
@@ -229,7 +229,7 @@ struct ReliabilityTests {
             ])
         defer { redirector.kill9AndReap() }
         try #require(Poll.until { TCPProbe.accepts(host: "198.51.100.2", port: 8080) }, "the redirector listens")
-        let mount = try MountedImgfs(arguments: ["--deny-private-networks", "--retries", "0"])
+        let mount = try MountedImgfs(arguments: ["--deny-private-networks", "--tune", "retries=0"])
         defer { mount.stop() }
         #expect(PosixFile.read(mount.path("http://198.51.100.2:8080/photo.png")) == .failure(Errno(EACCES)))
         let seen = (try? String(contentsOfFile: "\(work)/requests.log", encoding: .utf8)) ?? ""
@@ -242,7 +242,7 @@ struct ReliabilityTests {
     func stall() throws {
         var drip = OriginResponse.ok(try Fixtures.mediumJPEG(), contentType: "image/jpeg")
         drip.bytesPerSecond = 200
-        try withMountedOrigin(["--stall-timeout", "1"]) { origin, mount in
+        try withMountedOrigin(["--tune", "stall-timeout=1"]) { origin, mount in
             origin.route("/drip.jpg", drip)
             let start = Date()
             #expect(PosixFile.read(mount.path(origin.baseURL + "/drip.jpg")) == .failure(Errno(ETIMEDOUT)))
@@ -250,7 +250,7 @@ struct ReliabilityTests {
         }
     }
 
-    @Test("--connect-timeout: an origin that never completes the handshake fails the open with ETIMEDOUT in time")
+    @Test("--tune connect-timeout: an origin that never completes the handshake fails the open with ETIMEDOUT in time")
     func connectTimeout() throws {
         // A listener on 127.0.0.1 whose accept queue is full: the kernel drops further SYNs, so a connect hangs
         // until the client gives up (what a black-holed address does, without leaving the machine).
@@ -285,7 +285,7 @@ struct ReliabilityTests {
         }
         #expect(Poll.until { fillers.contains(where: connected) }, "the accept queue is full")
         let port = Int(UInt16(bigEndian: address.sin_port))
-        let mount = try MountedImgfs(arguments: ["--connect-timeout", "1", "--retries", "0"])
+        let mount = try MountedImgfs(arguments: ["--tune", "connect-timeout=1", "--tune", "retries=0"])
         defer { mount.stop() }
         let start = Date()
         #expect(PosixFile.read(mount.path("http://127.0.0.1:\(port)/never.jpg")) == .failure(Errno(ETIMEDOUT)))

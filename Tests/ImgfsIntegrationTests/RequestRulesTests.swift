@@ -41,8 +41,9 @@ struct RequestRulesTests {
         let cookies = "\(directory)/cookies.txt"
         try write("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc123\n", to: cookies)
         let mount = try MountedImgfs(arguments: [
-            "--header", "X-Api-Key: k-secret", "--header", "Authorization: Bearer t0ken", "--user-agent", "Viewer/2.0",
-            "--referer", "https://gallery.example/", "--cookie-file", cookies
+            "--header", "X-Api-Key: k-secret", "--header", "Authorization: Bearer t0ken", "--header",
+            "User-Agent: Viewer/2.0",
+            "--header", "Referer: https://gallery.example/", "--cookie-file", cookies
         ])
         defer { mount.stop() }
         #expect(reads(mount.path(first.baseURL + "/direct.png"), image))
@@ -200,7 +201,7 @@ struct RequestRulesTests {
         #expect(origin.totalRequests == 2)
     }
 
-    @Test("--no-disk-cache: after 100 reads the cache directory holds nothing but the log")
+    @Test("--disk-limit 0: after 100 reads the cache directory holds nothing but the log")
     func noDiskCache() throws {
         let images = try Fixtures.smallPNGs(20)
         let origin = try TestOrigin()
@@ -211,7 +212,7 @@ struct RequestRulesTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cache = "\(directory)/cache"
-        let mount = try MountedImgfs(arguments: ["--no-disk-cache"], cacheDirectory: cache)
+        let mount = try MountedImgfs(arguments: ["--disk-limit", "0"], cacheDirectory: cache)
         for round in 0..<5 {
             for (index, image) in images.enumerated() {
                 #expect(reads(mount.path(origin.baseURL + "/m\(index).png"), image), "round \(round)")

@@ -65,7 +65,7 @@ struct SharedTierFailureTests {
         let redis = try RedisServer()
         defer { redis.stop() }
         let images = try Fixtures.smallPNGs(30)
-        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--shared-timeout", "50ms"])) { origin, a in
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--tune", "shared-timeout=50ms"])) { origin, a in
             let urls = serve(images, on: origin)
             #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
             redis.signal(SIGSTOP)

@@ -11,7 +11,7 @@ struct SharedTierTests {
     /// A mount of the fleet: its own cache directory, the shared Redis. Redis gets a 1 s budget per command rather
     /// than the default 50 ms: the machine that runs the tests is shared with builds, and a 1 MiB SET that waits for a
     /// CPU longer than 50 ms would send a transfer to the origin, which is right but not what these tests look at
-    /// (the timeout has its own test, which passes `--shared-timeout 50ms`; the last value given wins).
+    /// (the timeout has its own test, which passes `--tune shared-timeout=50ms`; the last value given wins).
     static func member(
         _ redis: RedisServer, _ arguments: [String] = [], cacheDirectory: String? = nil
     ) throws -> MountedImgfs {
@@ -20,7 +20,7 @@ struct SharedTierTests {
 
     /// The arguments of ``member(_:_:)``, for a member mounted by `withMountedOrigin`.
     static func memberArguments(_ redis: RedisServer, _ arguments: [String] = []) -> [String] {
-        ["--shared-cache", redis.address, "--shared-timeout", "1s"] + arguments
+        ["--shared-cache", redis.address, "--tune", "shared-timeout=1s"] + arguments
     }
 
     /// A real JPEG padded to `size` bytes (still starts like a JPEG).
@@ -98,9 +98,9 @@ struct SharedTierTests {
         let body = try Self.largeImage(40 << 20)
         var response = OriginResponse.ok(body, contentType: "image/jpeg")
         response.bytesPerSecond = 8 << 20
-        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--shared-max-size", "64M"])) { origin, a in
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--tune", "shared-max-size=64M"])) { origin, a in
             origin.route("/big.jpg", response)
-            let b = try Self.member(redis, ["--shared-max-size", "64M"])
+            let b = try Self.member(redis, ["--tune", "shared-max-size=64M"])
             defer { b.stop() }
             let url = origin.baseURL + "/big.jpg"
             let readA = Thread.detachedRead(a.path(url))
@@ -125,9 +125,9 @@ struct SharedTierTests {
         var response = OriginResponse.ok(body, contentType: "image/jpeg")
         response.bytesPerSecond = 4 << 20
         let lease = 1.0
-        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--shared-lease", "1s"])) { origin, a in
+        try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--tune", "shared-lease=1s"])) { origin, a in
             origin.route("/big.jpg", response)
-            let b = try Self.member(redis, ["--shared-lease", "1s"])
+            let b = try Self.member(redis, ["--tune", "shared-lease=1s"])
             defer { b.stop() }
             let url = origin.baseURL + "/big.jpg"
             let readA = Thread.detachedRead(a.path(url))

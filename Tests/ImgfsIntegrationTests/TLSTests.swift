@@ -93,7 +93,7 @@ struct TLSTests {
         defer { origin.stop() }
         #expect(origin.process?.isRunning == true, "nginx started")
         do {
-            let strict = try MountedImgfs(arguments: ["--retries", "0"])
+            let strict = try MountedImgfs(arguments: ["--tune", "retries=0"])
             defer { strict.stop() }
             #expect(PosixFile.read(strict.path(origin.baseURL + "/a.jpg")) == .failure(Errno(EIO)))
             #expect(strict.log.contains("certificate"), "the log says the certificate was refused")
@@ -110,7 +110,7 @@ struct TLSTests {
         let image = try Fixtures.mediumJPEG()
         let origin = try TLSOrigin(files: ["b.jpg": image])
         defer { origin.stop() }
-        let trusting = try MountedImgfs(arguments: ["--retries", "0", "--ca-file", "\(origin.root)/cert.pem"])
+        let trusting = try MountedImgfs(arguments: ["--tune", "retries=0", "--ca-file", "\(origin.root)/cert.pem"])
         defer { trusting.stop() }
         #expect(PosixFile.read(trusting.path(origin.baseURL + "/b.jpg")) == .success(image))
         #expect(!trusting.log.contains("NOT verified"), "verification stays on")

@@ -4,7 +4,7 @@ import ImgfsModel
 import ImgfsTestSupport
 import Testing
 
-/// Issue 34, item 5: decode bombs within `--max-pixels`. Images of exactly 100 megapixels whose loaders cannot stream
+/// Issue 34, item 5: decode bombs within `--tune max-pixels`. Images of exactly 100 megapixels whose loaders cannot stream
 /// (interlaced 16-bit PNG, progressive JPEG) are admitted against the decode budget (the memory budget), not decoded
 /// past it; what a big decode frees goes back to the system. The daemon runs in a memory cgroup of the test's own
 /// (v1 on this machine, v2 where its memory controller is delegated).
@@ -55,7 +55,7 @@ struct ThumbnailDecodeMemoryTests {
         defer { group.remove() }
         let workers = 2
         let maxSize = 4 * Self.mebibyte
-        try withMountedOrigin(["--thumb-workers", "\(workers)", "--max-size", "4M"]) { origin, mount in
+        try withMountedOrigin(["--tune", "thumb-workers=\(workers)", "--max-size", "4M"]) { origin, mount in
             origin.route(prefix: "/bomb.png") { _ in .ok(png, contentType: "image/png") }
             origin.route(prefix: "/bomb.jpg") { _ in .ok(jpeg, contentType: "image/jpeg") }
             for name in ["bomb.gif", "bomb.avif"] { origin.route("/\(name)", .ok(try images.bytes(name))) }

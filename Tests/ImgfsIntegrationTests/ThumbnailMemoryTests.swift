@@ -26,7 +26,7 @@ struct ThumbnailMemoryTests {
         let memoryLimit = 64 * Self.mebibyte
         let maxSize = 48 * Self.mebibyte
         let mount = try MountedImgfs(arguments: [
-            "--memory-limit", "64M", "--max-size", "48M", "--disk-limit", "2G", "--thumb-workers", "\(workers)"
+            "--memory-limit", "64M", "--max-size", "48M", "--disk-limit", "2G", "--tune", "thumb-workers=\(workers)"
         ])
         defer { mount.stop() }
         let pid = mount.process.pid

@@ -17,8 +17,8 @@ struct ThumbnailWorkerTests {
         let small = try images.bytes("small.png")
         #expect(small.count < 2048, "a small original: \(small.count) bytes")
         let trickle = 20.0
-        try withMountedOrigin(["--thumb-workers", "2"]) { origin, mount in
-            // Each slow original takes `trickle` seconds to arrive (above the 1 KiB/s of --stall-timeout).
+        try withMountedOrigin(["--tune", "thumb-workers=2"]) { origin, mount in
+            // Each slow original takes `trickle` seconds to arrive (above the 1 KiB/s of the stall timeout).
             origin.route(prefix: "/slow") { _ in
                 OriginResponse(
                     headers: [("Content-Type", "image/jpeg")], body: slow,

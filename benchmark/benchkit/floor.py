@@ -16,7 +16,7 @@ sequence instead.
   store-large), right after imgfs's cold-large at 20 ms: the floor of that row's CPU per MB.
 - floor warm-large-memfd: the large files written into new memfds (512 KiB pieces) and read by the same readers
   through /proc/self/fd, first pass and passes 2–5, right after imgfs's warm-large: the memory imgfs's warm reads come
-  from by passthrough with --small-pages (a large image read while it arrived leaves no pages in the kernel's page
+  from by passthrough with --tune pages=small (a large image read while it arrived leaves no pages in the kernel's page
   cache), which reads slower than the corpus's older tmpfs pages on this VM; by default imgfs keeps a large body in
   256 KiB pages of a tmpfs of its own instead, which read faster than either.
 - floor store-large: the large files' bytes, already in this process's memory, written into new files on a tmpfs
@@ -82,7 +82,7 @@ class FuseFloor:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise BenchFailure(f"floorfs did not mount: {proc.stderr.read(500) if proc.poll() else ''}")
                 time.sleep(0.01)
-            # The kernel's read-ahead, and so the size of its READs, as imgfs sets it (--kernel-read-ahead 1024):
+            # The kernel's read-ahead, and so the size of its READs, as imgfs sets it (--tune kernel-read-ahead=1024):
             # written after INIT, it holds for every file opened from then on.
             device = os.stat(mountpoint).st_dev
             with open(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb", "w") as f:
@@ -166,7 +166,7 @@ class FloorRows:
 
     def memfd_large(self):
         """The large files in new memfds read by the same readers (first pass, then passes 2–5), as imgfs's warm
-        reads of them by passthrough with --small-pages."""
+        reads of them by passthrough with --tune pages=small."""
         bench = self.bench
         descriptors = []
         try:

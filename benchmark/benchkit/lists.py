@@ -41,7 +41,7 @@ VIEWER_TARGET_MS = 1.0  # from the third image on, with read-ahead 8 and the 20 
 
 
 class ReadAheadImgfs(Imgfs):
-    """imgfs with a given --read-ahead."""
+    """imgfs with a given --tune read-ahead."""
 
     def __init__(self, bench, binary, read_ahead):
         super().__init__(bench, binary)
@@ -49,7 +49,7 @@ class ReadAheadImgfs(Imgfs):
         self.counter = _MOUNTS
 
     def command(self, origin_url, mountpoint, cache):
-        return super().command(origin_url, mountpoint, cache) + ["--read-ahead", str(self.read_ahead)]
+        return super().command(origin_url, mountpoint, cache) + ["--tune", f"read-ahead={self.read_ahead}"]
 
 
 def _add_list(bench, mount, name, urls):

@@ -9,7 +9,7 @@ SMALL_READERS = 16
 LARGE_READERS = 4
 DEDUP_READERS = 32
 FIRST_BYTES = 64 * 1024
-KERNEL_READ_AHEAD_KIB = 1024  # imgfs's default --kernel-read-ahead, which floorfs gets too
+KERNEL_READ_AHEAD_KIB = 1024  # imgfs's default --tune kernel-read-ahead, which floorfs gets too
 WARM_PASSES = 5  # warm rows: 5 passes; the first is reported alone, and the median of the other 4
 THROTTLE_RATE = "2m"  # nginx limit_rate of /throttled/: 2 MiB/s
 ONE_WAY_DELAY = 0.010  # the delay line: 10 ms each way = 20 ms round trip

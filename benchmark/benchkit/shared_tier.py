@@ -30,7 +30,8 @@ class SharedImgfs(Imgfs):
 
     def command(self, origin_url, mountpoint, cache):
         return super().command(origin_url, mountpoint, cache) + [
-            "--shared-cache", self.redis_url, "--shared-max-size", "128M", "--shared-cache-key-file", self.key_file]
+            "--shared-cache", self.redis_url, "--tune", "shared-max-size=128M",
+            "--shared-cache-key-file", self.key_file]
 
 
 class Redis:

@@ -109,7 +109,8 @@ class Imgfs(System):
 
     def command(self, origin_url, mountpoint, cache):
         return [self.binary, "mount", mountpoint, "-f", "--cache-dir", cache, "--memory-limit", MEMORY_BUDGET,
-                "--disk-limit", "4G", "--max-transfers", "16", "--max-transfers-per-host", str(self.per_host)]
+                "--disk-limit", "4G", "--tune", "max-transfers=16",
+                "--tune", f"max-transfers-per-host={self.per_host}"]
 
     def path(self, mount, rel):
         url = f"{mount.origin_url}/{rel}"

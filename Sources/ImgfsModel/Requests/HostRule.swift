@@ -24,7 +24,7 @@ public struct HostRule: Sendable, Equatable {
     public var cacheControl: Bool?
     /// The largest image served from this host (`--max-size`).
     public var maxSize: Int?
-    /// Transfers running at once to this host (`--max-transfers-per-host`).
+    /// Transfers running at once to this host (`--tune max-transfers-per-host`).
     public var transfersPerHost: Int?
     /// Whether this host's images stay on disk however long expired (only the size cap evicts them), for use offline.
     public var keepOffline: Bool?

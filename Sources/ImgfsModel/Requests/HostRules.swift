@@ -4,7 +4,7 @@
 /// default rule `*` last); its settings override the command line's, and its headers are added to (or replace by name)
 /// the command line's. Nothing here is sent to any host but the one the profile was computed for.
 public struct HostRules: Sendable, Equatable {
-    /// The command line's settings (`--header`, `--user-agent`, `--referer`, `--cookie-file`).
+    /// The command line's settings (`--header`, `--cookie-file`).
     public var defaults: HostRule
     /// The policy file's rules, first match wins.
     public var rules: [HostRule]

@@ -27,7 +27,7 @@ public struct RepositoryConfiguration: Sendable {
 
 /// How long failures are remembered (``RememberedFailures``).
 public struct FailureMemory: Sendable {
-    /// For 404, 410 and unresolvable hosts (`--negative-ttl`; 0 with `--retry-failed`).
+    /// For 404, 410 and unresolvable hosts (`--negative-ttl`; 1 s when that is 0).
     public var permanent: TimeInterval
     /// For everything else: long enough that one program's stat, open and read see one attempt.
     public var transient: TimeInterval

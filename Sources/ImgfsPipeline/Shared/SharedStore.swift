@@ -3,7 +3,8 @@ import ImgfsModel
 /// A key-value store several mounts share (Redis): the few operations the shared tier needs.
 ///
 /// Implementations must be thread safe. Every call may block its caller, but never longer than the store's own
-/// timeout (`--shared-timeout`); the shared tier only calls from its own threads, never from a FUSE or fetching thread.
+/// timeout (`--tune shared-timeout`); the shared tier only calls from its own threads, never from a FUSE or fetching
+/// thread.
 /// Every failure (unreachable, timed out, full, an error reply) throws ``SharedStoreError``.
 public protocol SharedStoring: Sendable {
     /// The value of `key`, or nil when there is none.

@@ -5,11 +5,11 @@ import ImgfsModel
 public struct SharedTierConfiguration: Sendable {
     /// Bytes per stored piece: a reader streams pieces as they appear, and the store never holds one huge value.
     public var pieceSize = 1 << 20
-    /// Bodies larger than this are not shared (`--shared-max-size`).
+    /// Bodies larger than this are not shared (`--tune shared-max-size`).
     public var maxSize = 64 << 20
     /// How long a lease lasts without renewal: a mount that dies mid-fetch holds the URL at most this long.
     public var leaseDuration: TimeInterval = 5
-    /// How long a mount follows another mount's fetch at most (the transfer limit, `--timeout`).
+    /// How long a mount follows another mount's fetch at most (the transfer limit, `--tune timeout`).
     public var waitLimit: TimeInterval = 120
     /// How often a follower looks for new pieces: from `pollMinimum`, doubling while nothing new appears, up to
     /// `pollMaximum`.

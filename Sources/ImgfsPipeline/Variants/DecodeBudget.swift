@@ -2,7 +2,7 @@ import Foundation
 import ImgfsModel
 
 /// Admits the decodes that cannot stream (``DecodeCost``) against a budget of memory, so that thumbnails of images
-/// within `--max-pixels` cannot together hold more than it.
+/// within `--tune max-pixels` cannot together hold more than it.
 ///
 /// Guarantees: a decode is admitted only when its cost and those of the decodes admitted and not yet released add up
 /// to at most the limit given (decodes admitted under a larger limit are not called off when it shrinks); a cost over

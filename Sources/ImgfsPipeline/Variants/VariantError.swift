@@ -4,7 +4,8 @@ import ImgfsModel
 public enum VariantError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The original could not be had: the variant fails as the original does.
     case original(FetchError)
-    /// The original's header announces more pixels than `--max-pixels` (a decompression bomb); nothing was decoded.
+    /// The original's header announces more pixels than `--tune max-pixels` (a decompression bomb); nothing was
+    /// decoded.
     case tooManyPixels(width: Int, height: Int, limit: Int)
     /// Decoding it would hold more memory at once than the decode budget allows (``DecodeBudget``); nothing was
     /// decoded.
@@ -18,7 +19,7 @@ public enum VariantError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .original(let error): "the original failed: \(error)"
         case .tooManyPixels(let width, let height, let limit):
-            "decompression bomb refused: \(width) x \(height) pixels is over the limit of \(limit) (--max-pixels)"
+            "decompression bomb refused: \(width) x \(height) pixels is over the limit of \(limit) (--tune max-pixels)"
         case .decodeTooLarge(let cost, let budget):
             "decode refused: \(cost), over the decode budget of \(Quantity.describe(bytes: budget))"
                 + " (the memory budget: --memory-limit, at most an eighth of the memory cgroup's limit)"

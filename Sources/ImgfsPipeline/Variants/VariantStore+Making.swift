@@ -116,7 +116,8 @@ extension VariantStore {
     }
 
     /// Decodes `original` once ``decodeBudget`` admits its cost: a failure when it can never fit, nil when it is parked
-    /// (`retry` runs when a decode under way ends). Images over `--max-pixels` go to the maker, which refuses them.
+    /// (`retry` runs when a decode under way ends). Images over `--tune max-pixels` go to the maker, which refuses
+    /// them.
     private func admitted(
         _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
         retry: @escaping @Sendable () -> Void

@@ -30,7 +30,7 @@ public final class VariantStore: Sendable {
     public struct Configuration: Sendable {
         /// The longer sides allowed (`--thumb-sizes`).
         public var sizes: [Int] = [64, 128, 256, 512, 1024]
-        /// Originals whose header announces more pixels are refused (`--max-pixels`).
+        /// Originals whose header announces more pixels are refused (`--tune max-pixels`).
         public var maximumPixels = 100_000_000
         /// The quality of JPEG variants.
         public var jpegQuality = 85
