@@ -30,7 +30,9 @@ struct CRC32Tests {
                 let start = Int.random(in: 0..<64)
                 let piece = UnsafeRawBufferPointer(rebasing: buffer[start..<start + length])
                 let crc = UInt32.random(in: 0...UInt32.max)
-                if CRC32.update(crc, with: piece) != Self.reference(crc, piece) { mismatches.append("\(length)@\(start)") }
+                if CRC32.update(crc, with: piece) != Self.reference(crc, piece) {
+                    mismatches.append("\(length) at \(start)")
+                }
             }
         }
         #expect(mismatches.isEmpty, "lengths that differ, the first ten: \(mismatches.prefix(10))")
