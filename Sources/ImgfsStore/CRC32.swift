@@ -1,4 +1,5 @@
 import CStoreShims
+import ImgfsModel
 
 /// CRC-32 as in zlib, PNG and Ethernet (reflected polynomial 0xEDB88320): the checksum of the disk cache's bodies and
 /// of the shared tier's pieces. One implementation, in C (CStoreShims): folds with the processor's carry-less

@@ -1,7 +1,10 @@
 import Foundation
-import ImgfsCore
 import ImgfsCurl
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
+import ImgfsPipeline
+import ImgfsStore
 import ImgfsSystem
 import Logging
 

@@ -1,5 +1,7 @@
-import ImgfsCore
+import ImgfsFilesystem
 import ImgfsFuse
+import ImgfsModel
+import ImgfsPipeline
 
 /// What `imgfs mount` builds before it mounts: the filesystem and the parts that are stopped, flushed or purged
 /// around it.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ImgfsCore
+import ImgfsModel
 import Logging
 
 /// The options of `imgfs mount` about the mount itself and the process serving it: FUSE options, foreground, log.

@@ -1,5 +1,5 @@
 import Foundation
-import ImgfsCore
+import ImgfsModel
 
 /// One `--tune` key: its name, its default as documented, what it does, and how it reads a value.
 ///
