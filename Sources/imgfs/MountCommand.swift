@@ -134,12 +134,15 @@ struct MountCommand: ParsableCommand {
             return level > .debug ? QueryShorteningLogHandler(wrapping: handler) : handler
         }
         let logger = Logger(label: "imgfs")
-        ActivePolicy.replace(with: hostRules)
+        // The mount's rules: each request and each name takes the snapshot in force when it is made.
+        let rules = RequestRulesHolder(hostRules)
         logger.info(
             "request rules: \(hostRules.rules.count) policy rules",
             metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
         let hangUp = HangUpHandler(
-            policy: requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) },
+            policy: requests.policyFile.map {
+                PolicyReloader(path: $0, defaults: requests.defaults, rules: rules, logger: logger)
+            },
             logFile: Background.isDaemon ? log.path : nil, logger: logger)
         var fuseOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
         // Other users who can reach the mount get from the kernel what its modes say: they open files by name, and only
@@ -155,6 +158,7 @@ struct MountCommand: ParsableCommand {
         var repositoryConfiguration = try cache.repositoryConfiguration()
         repositoryConfiguration.limits = try network.limits()
         repositoryConfiguration.addressPolicy = fetcherConfiguration.addressPolicy
+        repositoryConfiguration.rules = rules
         repositoryConfiguration.sharedTier = try shared.tier(
             origin: fetcher, network: network, fuseOptions: fuseOptions,
             expiry: repositoryConfiguration.expiry, logger: logger)
@@ -187,7 +191,8 @@ struct MountCommand: ParsableCommand {
             memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
             expiry: repositoryConfiguration.expiry, logger: logger)
         if let disk {
-            DiskSweeper.start(disk, variants: variants, keepExpiredFor: try cache.keepExpired(), logger: logger)
+            DiskSweeper.start(
+                disk, variants: variants, keepExpiredFor: try cache.keepExpired(), rules: rules, logger: logger)
         }
         let lists = ListDirectories(
             store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
