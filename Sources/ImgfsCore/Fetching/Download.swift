@@ -77,7 +77,7 @@ public final class Download: TransferObserving, Sendable {
     private let isHeld: @Sendable () -> Bool
 
     public init(
-        url: ImageURL, rules: RequestRules = .none, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
+        url: ImageURL, rules: RequestRules = .empty, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
         isHeld: @escaping @Sendable () -> Bool = { false }
     ) {
         self.url = url

@@ -58,7 +58,7 @@ public struct FetchRequest: Sendable, Equatable {
     public var priority: FetchPriority
     /// The request rules it was made under (headers, cookie file, refusal, transfers per host): a reload of the rules
     /// changes requests made afterwards only.
-    public var rules = RequestRules.none
+    public var rules = RequestRules.empty
 
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil, priority: FetchPriority = .waited) {
         self.url = url

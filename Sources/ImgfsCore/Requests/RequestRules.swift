@@ -5,8 +5,9 @@
 /// afterwards (``RequestRulesHolder``); without policy rules (and without cache-key rules, and without credentials)
 /// the per-request questions are answered from precomputed values, without a lookup by host and without a lock.
 public final class RequestRules: CacheKeying, Equatable {
-    /// No rules at all: imgfs's own headers only, every host allowed, no query parameter dropped from keys.
-    public static let none = RequestRules(HostRules())
+    /// No rules at all: imgfs's own headers only, every host allowed, no query parameter dropped from keys (for code
+    /// that mounts nothing; named so as not to be mistaken for `Optional.none`).
+    public static let empty = RequestRules(HostRules())
 
     /// The rules this snapshot was made from.
     public let hostRules: HostRules
