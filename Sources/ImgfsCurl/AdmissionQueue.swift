@@ -4,7 +4,7 @@ import ImgfsModel
 /// simultaneous transfers in total and per host.
 ///
 /// Guarantees: an item is admitted only while fewer than `maxActive` are active and fewer than its host's limit
-/// (`maxPerHost`, or the host's own from `hostLimit`, asked again whenever an item of the host is queued) of its host
+/// (`maxPerHost`, or the host's own from `hostLimit`, asked of each item of the host as it is queued) of its host
 /// are; among the items that may start, one of the most urgent class starts first, and within a class the oldest;
 /// a host at its limit never holds back items of other hosts (no head-of-line blocking across hosts); a promoted item
 /// keeps its age in its new class. A host known to multiplex (HTTP/2) is admitted its limit times its streams per
@@ -50,12 +50,13 @@ public struct AdmissionQueue<Item> {
     public let starvation: Duration
     private var waitingByHost: [Key: HostQueue] = [:]
     private var activeByHost: [String: Int] = [:]
-    /// Each host's limit, as `hostLimit` last said.
+    /// Each host's limit, as `hostLimit` said of its last item queued.
     private var limitByHost: [String: Int] = [:]
     /// Transfers each connection of a host carries at once, for hosts known to multiplex (absent: 1).
     private var streamsByHost: [String: Int] = [:]
-    /// A limit of a host's own (a policy rule's), or nil for `maxPerHost`.
-    private let hostLimit: (String) -> Int?
+    /// A limit of an item's host's own (a policy rule's, in the rules the item was made under), or nil for
+    /// `maxPerHost`.
+    private let hostLimit: (Item) -> Int?
     private var nextSequence = 0
     /// How many admitted items have not finished.
     public private(set) var activeCount = 0
@@ -64,7 +65,7 @@ public struct AdmissionQueue<Item> {
 
     public init(
         maxActive: Int, maxPerHost: Int, starvation: Duration = .seconds(2),
-        hostLimit: @escaping (String) -> Int? = { _ in nil }
+        hostLimit: @escaping (Item) -> Int? = { _ in nil }
     ) {
         self.maxActive = max(1, maxActive)
         self.maxPerHost = max(1, maxPerHost)
@@ -77,7 +78,7 @@ public struct AdmissionQueue<Item> {
     public mutating func enqueue(
         _ item: Item, host: String, priority: FetchPriority = .waited, now: ContinuousClock.Instant = .now
     ) {
-        limitByHost[host] = max(1, hostLimit(host) ?? maxPerHost)
+        limitByHost[host] = max(1, hostLimit(item) ?? maxPerHost)
         waitingByHost[Key(host: host, priority: priority), default: HostQueue()].items
             .append(Waiting(sequence: nextSequence, item: item, since: now))
         nextSequence += 1

@@ -55,7 +55,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         let queue = AdmissionQueue<CurlTransfer>(
             maxActive: configuration.maxTransfers,
             maxPerHost: configuration.maxTransfersPerHost,
-            hostLimit: ActivePolicy.transfersPerHost(hostKey:))
+            hostLimit: { $0.request.rules.transfersPerHost(host: $0.url.host) })
         let idle = State(
             queue: queue, load: Array(repeating: 0, count: threads), hostLoad: Array(repeating: [:], count: threads))
         self.state = Locked(idle)
@@ -72,7 +72,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
 
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
         if let refusal = configuration.addressPolicy.refusal(host: request.url.host)
-            ?? ActivePolicy.profile(for: request.url.host).refusal
+            ?? request.rules.profile(for: request.url.host).refusal
         {
             logger.warning("refused: \(refusal)", metadata: ["url": "\(request.url)"])
             observer.transferDidComplete(error: .refused(refusal))

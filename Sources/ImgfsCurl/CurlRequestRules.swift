@@ -14,10 +14,10 @@ final class CurlRequestRules {
     /// imgfs's own header lines, and those plus the rule's.
     private let lists: CurlHeaderLists
 
-    /// The profile of `url`'s host, as the rules are now.
-    init(url: ImageURL, ownHeaders: [String], configuration: FetcherConfiguration) {
+    /// The profile of `url`'s host under `rules` (those the request was made under).
+    init(url: ImageURL, rules: RequestRules, ownHeaders: [String], configuration: FetcherConfiguration) {
         origin = url.hostKey
-        profile = ActivePolicy.profile(for: url.host)
+        profile = rules.profile(for: url.host)
         lists = CurlHeaderLists.lists(own: ownHeaders, userAgent: configuration.userAgent, profile: profile)
     }
 

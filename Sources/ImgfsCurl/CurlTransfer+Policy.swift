@@ -29,7 +29,7 @@ extension CurlTransfer {
             return refusal == nil
         }
         if let host = Self.host(of: effectiveURL) {
-            refusal = configuration.addressPolicy.refusal(host: host) ?? ActivePolicy.profile(for: host).refusal
+            refusal = configuration.addressPolicy.refusal(host: host) ?? request.rules.profile(for: host).refusal
         } else {
             refusal = configuration.addressPolicy.refusal(unparsableURL: effectiveURL)
         }
@@ -54,7 +54,7 @@ extension CurlTransfer {
         }
         refusal = refusal ?? policy.refusal(numericAddress: primaryAddress)
         if refusal == nil, let host {
-            refusal = ActivePolicy.profile(for: host).refusal
+            refusal = request.rules.profile(for: host).refusal
         }
         connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
         rules?.prepareRequest(easy, effectiveURL: redirected ? try? ImageURL(effectiveURL) : url)

@@ -125,7 +125,7 @@ final class CurlTransfer: @unchecked Sendable {
             imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "\(resumeFrom)-")
             headers.append("If-Range: \(validator)")
         }
-        let rules = CurlRequestRules(url: url, ownHeaders: headers, configuration: configuration)
+        let rules = CurlRequestRules(url: url, rules: request.rules, ownHeaders: headers, configuration: configuration)
         rules.configure(easy, configuration: configuration)
         self.rules = rules
         imgfs_easy_setopt_prereq_callback(easy, curlPrereqCallback, context)

@@ -13,19 +13,21 @@ enum DiskSweeper {
     private static let queue = DispatchQueue(label: "imgfs.disk-sweep", qos: .utility)
     nonisolated(unsafe) private static var timer: DispatchSourceTimer?
 
-    static func start(_ disk: DiskCache, variants: VariantStore?, keepExpiredFor: TimeInterval?, logger: Logger) {
+    static func start(
+        _ disk: DiskCache, variants: VariantStore?, keepExpiredFor: TimeInterval?, rules: RequestRulesHolder,
+        logger: Logger
+    ) {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .seconds(600))
         timer.setEventHandler {
             let now = Date()
             let before = keepExpiredFor.map { now - $0 } ?? .distantPast
-            let (entries, bytes) = disk.sweep(
-                now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
+            let keeping = rules.current.keepsOffline(url:)
+            let (entries, bytes) = disk.sweep(now: now, removeExpiredBefore: before, keeping: keeping)
             if entries > 0 {
                 logger.info("disk cache sweep removed \(entries) expired entries (\(Quantity.describe(bytes: bytes)))")
             }
-            let swept = variants?.sweepDisk(
-                now: now, removeExpiredBefore: before, keeping: ActivePolicy.keepsOffline(url:))
+            let swept = variants?.sweepDisk(now: now, removeExpiredBefore: before, keeping: keeping)
             if let swept, swept.removedEntries > 0 {
                 let size = Quantity.describe(bytes: swept.removedBytes)
                 logger.info("disk cache sweep removed \(swept.removedEntries) expired variants (\(size))")

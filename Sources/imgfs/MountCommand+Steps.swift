@@ -20,15 +20,22 @@ extension MountCommand {
         return process.startLogging()
     }
 
-    /// Puts `hostRules` in force and returns the SIGHUP handler that rereads them (and reopens the log).
-    func applyRequestRules(_ hostRules: HostRules, cacheDirectory: URL, logger: Logger) -> HangUpHandler {
-        ActivePolicy.replace(with: hostRules)
+    /// The mount's request rules, made of `hostRules` (each request and each name takes the snapshot in force when
+    /// it is made), and the SIGHUP handler that rereads them (and reopens the log).
+    func applyRequestRules(
+        _ hostRules: HostRules, cacheDirectory: URL, logger: Logger
+    ) -> (rules: RequestRulesHolder, hangUp: HangUpHandler) {
+        let rules = RequestRulesHolder(hostRules)
         logger.info(
             "request rules: \(hostRules.rules.count) policy rules",
             metadata: ["headers": "\(hostRules.profile(for: "").masked)"])
-        return HangUpHandler(
-            policy: requests.policyFile.map { PolicyReloader(path: $0, defaults: requests.defaults, logger: logger) },
-            logFile: Background.isDaemon ? process.logFile(in: cacheDirectory).path : nil, logger: logger)
+        let reloader = requests.policyFile.map {
+            PolicyReloader(path: $0, defaults: requests.defaults, rules: rules, logger: logger)
+        }
+        let hangUp = HangUpHandler(
+            policy: reloader, logFile: Background.isDaemon ? process.logFile(in: cacheDirectory).path : nil,
+            logger: logger)
+        return (rules, hangUp)
     }
 
     /// The libcurl fetcher the network and request options describe.
@@ -42,9 +49,11 @@ extension MountCommand {
     /// The repository (memory, disk and shared tiers in front of `fetcher`), the variants and lists, and the
     /// filesystem over them.
     func makeFilesystem(
-        fetcher: CurlFetcher, cacheDirectory: URL, tuning: Tuning, reloadStatus: ReloadStatus, logger: Logger
+        fetcher: CurlFetcher, rules: RequestRulesHolder, cacheDirectory: URL, tuning: Tuning,
+        reloadStatus: ReloadStatus, logger: Logger
     ) throws -> MountParts {
         var configuration = try cache.repositoryConfiguration()
+        configuration.rules = rules
         configuration.limits = try network.limits()
         configuration.addressPolicy = network.addressPolicy(fuseOptions: process.fuseOptions)
         configuration.sharedTier = try shared.tier(
@@ -66,7 +75,8 @@ extension MountCommand {
             memoryBudget: try cache.memoryBudget(), diskBudget: try cache.diskBudget(),
             expiry: configuration.expiry, tuning: tuning, logger: logger)
         if let disk {
-            DiskSweeper.start(disk, variants: variants, keepExpiredFor: try cache.keepExpired(), logger: logger)
+            DiskSweeper.start(
+                disk, variants: variants, keepExpiredFor: try cache.keepExpired(), rules: rules, logger: logger)
         }
         let lists = ListDirectories(
             store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),

@@ -47,11 +47,11 @@ struct MountCommand: ParsableCommand {
             return try Background.start(mountPoint: mountPath, logFile: process.logFile(in: cacheDirectory))
         }
         let logger = Self.startDaemonProcess(process)
-        let hangUp = applyRequestRules(hostRules, cacheDirectory: cacheDirectory, logger: logger)
+        let (rules, hangUp) = applyRequestRules(hostRules, cacheDirectory: cacheDirectory, logger: logger)
         let tuning = try advanced.tuning()
         let fetcher = makeFetcher(tuning: tuning, logger: logger)
         let parts = try makeFilesystem(
-            fetcher: fetcher, cacheDirectory: cacheDirectory, tuning: tuning, reloadStatus: hangUp.status,
+            fetcher: fetcher, rules: rules, cacheDirectory: cacheDirectory, tuning: tuning, reloadStatus: hangUp.status,
             logger: logger)
         let pressure = Self.watchMemoryPressure(parts, logger: logger)
         let mount: FuseMount

@@ -43,7 +43,7 @@ struct ReadAheadTests {
         readAhead.opened(list, index: 0)
         readAhead.opened(list, index: 5)  // within 2K: no jump
         #expect(fetcher.cancelCount == 0)
-        let open = list.entries[6].url!
+        let open = list.entries[6].url(keying: nil)!
         readAhead.opened(list, index: 50, openHandles: { $0 == open ? 1 : 0 })
         #expect(fetcher.cancelCount == 5, "2, 3, 4, 8, 9 given up; 7 (open) kept")
         #expect(readAhead.counters().first?.counters.wasted == 6)
@@ -53,7 +53,7 @@ struct ReadAheadTests {
     @Test("the counters add up: started = used + wasted + pending; a cached entry counts in none of them")
     func countersAddUp() throws {
         let (readAhead, list, repository) = try setUpWithRepository(depth: 3)
-        let cached = list.entries[2].url!
+        let cached = list.entries[2].url(keying: nil)!
         _ = repository.prepare(cached)
         fetcher.respond(0, body: [1, 2, 3])
         readAhead.opened(list, index: 0)  // ahead: 2, 3 (cached), 4

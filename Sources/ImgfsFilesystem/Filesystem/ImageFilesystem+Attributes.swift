@@ -41,14 +41,14 @@ extension ImageFilesystem {
         guard name.hasPrefix(Self.attributePrefix) else { return .failure(.noAttribute) }
         if node == .control, name.hasPrefix(Self.errorByKeyPrefix) {
             let key = String(name.dropFirst(Self.errorByKeyPrefix.count))
-            guard let error = Self.keys(key).lazy.compactMap({ self.repository.knownObstacle(forKey: $0) }).first else {
+            guard let error = keys(key).lazy.compactMap({ self.repository.knownObstacle(forKey: $0) }).first else {
                 return .failure(.noAttribute)
             }
             return .success(Array(error.description.utf8))
         }
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
             let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
-            let types = Self.keys(key).lazy.compactMap {
+            let types = keys(key).lazy.compactMap {
                 self.repository.tiers.source($0, counting: false)?.metadata?.contentType
             }
             guard let type = types.first else { return .failure(.noAttribute) }
@@ -77,8 +77,8 @@ extension ImageFilesystem {
 
     /// `key` (as a command computes it, without the mount's credentials), then its scoped form for each credential
     /// scope of the mount's rules.
-    private static func keys(_ key: String) -> [String] {
-        [key] + ActivePolicy.credentialScopes.map { ImageURL.scopedKey(key, scope: $0) }
+    private func keys(_ key: String) -> [String] {
+        [key] + repository.rules.current.credentialScopes.map { ImageURL.scopedKey(key, scope: $0) }
     }
 
     static let attributePrefix = "user.imgfs."

@@ -90,7 +90,8 @@ extension ImageFilesystem {
         case .lists:
             return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
         case .list(let list):
-            return lists.entry(text, inList: list).map { .success(.image($0)) } ?? .failure(.notFound)
+            return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
+                ?? .failure(.notFound)
         case .hosts:
             return lists.hosts.hosts()[text] == nil && lists.hosts.hosts(rebuild: true)[text] == nil
                 ? .failure(.notFound) : .success(.host(text))

@@ -25,7 +25,7 @@ extension ImageFilesystem {
                 if ImagePath.isDigestName(name) {
                     return .success(.image(try resolveDigest(String(decoding: name, as: UTF8.self))))
                 }
-                return .success(.image(try ImageURL(NameCodec.decode(name))))
+                return .success(.image(try ImageURL(NameCodec.decode(name), keying: repository.rules.current)))
             case .chunkRoot:
                 return try resolveChunk(name, after: "")
             case .chunkPrefix(let prefix):
@@ -58,7 +58,7 @@ extension ImageFilesystem {
         let text = prefix + String(decoding: name, as: UTF8.self)
         guard text.utf8.count <= 3 * ImageURL.maximumLength else { throw .tooLong(text.utf8.count / 3) }
         if ImagePath.isContinuation(name) { return .success(.chunkPrefix(String(text.dropLast()))) }
-        let url = try ImageURL(NameCodec.decode(Array(text.utf8)))
+        let url = try ImageURL(NameCodec.decode(Array(text.utf8)), keying: repository.rules.current)
         registry.register(url)
         return .success(.image(url))
     }

@@ -21,8 +21,9 @@ public struct ImageList: Sendable {
             self.urlText = urlText
         }
 
-        /// The URL, or nil when the stored text is not a valid image URL (a list file edited by hand).
-        public var url: ImageURL? { try? ImageURL(urlText) }
+        /// The URL, its cache key computed under `keying` (the mount's rules now), or nil when the stored text is not
+        /// a valid image URL (a list file edited by hand).
+        public func url(keying: (any CacheKeying)?) -> ImageURL? { try? ImageURL(urlText, keying: keying) }
     }
 
     public let name: String

@@ -24,10 +24,10 @@ public final class ListDirectories: Sendable {
         self.hosts = hosts
     }
 
-    /// The entry `name` of list `list`, remembering its position.
-    func entry(_ name: String, inList list: String) -> ImageURL? {
+    /// The entry `name` of list `list`, named under `rules`, remembering its position.
+    func entry(_ name: String, inList list: String, rules: RequestRules) -> ImageURL? {
         guard let images = store.list(list), let index = images.index(of: name),
-            let url = images.entries[index].url
+            let url = images.entries[index].url(keying: rules)
         else { return nil }
         positions.withLock { positions in
             if positions.count >= Self.positionLimit { positions.removeAll() }

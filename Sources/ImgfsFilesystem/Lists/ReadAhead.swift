@@ -54,9 +54,10 @@ public final class ReadAhead: Sendable {
         openHandles: (ImageURL) -> Int = { _ in 0 }
     ) {
         guard list.entries.indices.contains(index) else { return }
-        guard let opened = list.entries[index].url else { return }
+        let rules = repository.rules.current
+        guard let opened = list.entries[index].url(keying: rules) else { return }
         let end = min(list.entries.count, index + 1 + depth)
-        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<end].compactMap(\.url)
+        let ahead = depth == 0 ? [] : list.entries[(index + 1)..<end].compactMap { $0.url(keying: rules) }
         let (abandoned, toStart) = state.withLock { lists -> ([ImageURL], [ImageURL]) in
             var entry = lists[list.name] ?? ListState()
             entry.counters.countOpen(hit: hit, bytes: bytes)

@@ -13,6 +13,6 @@ extension ImageURL {
 
     /// This URL with the background mark in place of its fragment.
     public var markedBackground: ImageURL {
-        (try? ImageURL(resourceKey + "#" + Self.backgroundFragment)) ?? self
+        sameResource(resourceKey + "#" + Self.backgroundFragment)
     }
 }

@@ -7,7 +7,9 @@
 /// are accepted in the path and query and requested percent-encoded (``requestString``), as browsers and curl do;
 /// the cache key is the SHA-256 of that request, so names that differ only in their fragment or in how such bytes are
 /// spelled (`a b.png`, `a%20b.png`) share one download and one cache entry. When requests to the host carry
-/// credentials, the key is scoped by their digest (``credentialScope``).
+/// credentials, the key is scoped by their digest (``credentialScope``). The key is computed once, when the URL is
+/// made, from the rules it is made under (``CacheKeying``, none by default); a URL made from another for the same
+/// resource (``withoutFragment``, ``markedBackground``) keeps its key.
 public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// The longest URL accepted, in bytes of UTF-8.
     public static let maximumLength = 8192
@@ -23,12 +25,13 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// SHA-256 (hex) of ``resourceKey`` without the query parameters the policy drops from cache keys
     /// (``CacheKeyRules``), scoped by ``credentialScope`` when there is one (``scopedKey(_:scope:)``): what caches
     /// and downloads are keyed by, so an image fetched with credentials is never served to requests without them.
-    public let cacheKey: String
+    public private(set) var cacheKey: String
     /// The digest of the credentials requests to this URL's host carry (``RequestProfile/credentialScope``), when
     /// they carry any.
-    public let credentialScope: String?
+    public private(set) var credentialScope: String?
 
-    public init(_ string: String) throws(NameError) {
+    /// Parses `string`; its cache key is computed under `keying` (nil: no rules, the key of the request text).
+    public init(_ string: String, keying: (any CacheKeying)? = nil) throws(NameError) {
         let bytes = Array(string.utf8)
         guard bytes.count <= Self.maximumLength else { throw .tooLong(bytes.count) }
         if let bad = bytes.first(where: { $0 < 0x20 || $0 == 0x7f }) { throw .forbiddenCharacter(bad) }
@@ -51,8 +54,8 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         self.host = host
         self.port = port
         let requested = Self.encodedForRequest(Self.withoutFragment(string), scheme: scheme)
-        let key = SHA256.hex(of: ActivePolicy.cacheKeyText(for: requested, host: host).utf8)
-        credentialScope = ActivePolicy.credentialScope(for: host)
+        let key = SHA256.hex(of: (keying?.cacheKeyText(for: requested, host: host) ?? requested).utf8)
+        credentialScope = keying?.credentialScope(for: host)
         self.cacheKey = credentialScope.map { Self.scopedKey(key, scope: $0) } ?? key
     }
 
@@ -67,7 +70,16 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
     /// This URL without its fragment.
     public var withoutFragment: ImageURL {
         guard string.utf8.contains(0x23) else { return self }  // "#"
-        return (try? ImageURL(resourceKey)) ?? self
+        return sameResource(resourceKey)
+    }
+
+    /// The URL `text` (this one's resource with another fragment or none) with this URL's cache key and scope; this
+    /// URL when `text` does not parse.
+    func sameResource(_ text: String) -> ImageURL {
+        guard var url = try? ImageURL(text) else { return self }
+        url.cacheKey = cacheKey
+        url.credentialScope = credentialScope
+        return url
     }
 
     private static func withoutFragment(_ text: String) -> String {

@@ -25,16 +25,19 @@ public final class CacheTiers: Sendable {
     let writes: DiskWriteScheduler
     /// Where bodies read back from the disk are kept in memory.
     private let bodyMemory: BodyMemory
+    /// The request rules the URL of a stored entry is named under (its cache key as the mount computes it now).
+    let rules: RequestRulesHolder
     private let logger: Logger
 
     public init(
         memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
-        bodyMemory: BodyMemory = .ordinary, logger: Logger
+        bodyMemory: BodyMemory = .ordinary, rules: RequestRulesHolder = RequestRulesHolder(), logger: Logger
     ) {
         self.memory = memory
         self.disk = disk
         self.writes = writes
         self.bodyMemory = bodyMemory
+        self.rules = rules
         self.logger = logger
     }
 
@@ -143,7 +146,7 @@ public final class CacheTiers: Sendable {
     /// comes into memory.
     func renew(_ key: String, fallback: ImageSource, _ renewal: Renewal) {
         if case .disk(let record) = fallback, memory.peek(key) == nil, record.size <= memory.budget,
-            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url)
+            let body = try? disk?.readAll(key: key), let url = try? ImageURL(record.url, keying: rules.current)
         {
             memory.insert(
                 CachedImage(
@@ -185,7 +188,7 @@ public final class CacheTiers: Sendable {
     /// The URL cached under `key`, if any (reads the disk record of that one entry at most).
     public func url(forKey key: String) -> ImageURL? {
         if let image = memory.peek(key) { return image.url }
-        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url) }
+        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url, keying: rules.current) }
     }
 
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.

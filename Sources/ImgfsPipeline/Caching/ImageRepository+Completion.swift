@@ -40,7 +40,7 @@ extension ImageRepository {
         guard let head = download.head, !head.isNotModified else { return endFlight(key, download) }
         // The repository's clock dates the copy: freshness is computed from it at every use.
         let decidedAt = now()
-        let decision = freshness.rule(for: url).decide(for: head, now: decidedAt)
+        let decision = freshness.rule(for: url, under: download.rules).decide(for: head, now: decidedAt)
         guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
             return endFlight(key, download)
         }
@@ -100,7 +100,8 @@ extension ImageRepository {
 
     /// A revalidation answered 304: the cached copy is renewed and the transfer ends at once.
     func notModified(_ download: Download, key: String, fallback: ImageSource, head: ResponseHead) {
-        let renewal = freshness.renewal(of: fallback, url: download.url, by: head, validatedAt: now())
+        let renewal = freshness.renewal(
+            of: fallback, url: download.url, under: download.rules, by: head, validatedAt: now())
         state.withLock { $0.counters.notModified += 1 }
         tiers.renew(key, fallback: fallback, renewal)
         logger.info(

@@ -56,6 +56,7 @@ extension ImageRepository {
         let source = cached ?? flight.map { .download($0.download) }
         return ImageReport(
             source: source?.tier, metadata: source?.metadata,
-            expiresAt: source.flatMap { freshness.expiry(of: $0, url: url) }, error: error)
+            expiresAt: source.flatMap { freshness.expiry(of: $0, url: url, under: configuration.rules.current) },
+            error: error)
     }
 }

@@ -31,6 +31,8 @@ public final class ImageRepository: Sendable {
 
     /// The memory and disk caches (`ls` lists them; purges empty them).
     public let tiers: CacheTiers
+    /// The mount's request rules (``RepositoryConfiguration/rules``).
+    public var rules: RequestRulesHolder { configuration.rules }
     var memory: MemoryCache { tiers.memory }
     var disk: (any DiskCaching)? { tiers.disk }
     private let fetcher: any ImageFetching
@@ -61,7 +63,7 @@ public final class ImageRepository: Sendable {
         self.diskWrites = writes
         self.tiers = CacheTiers(
             memory: memory, disk: disk, writes: writes, bodyMemory: configuration.bodyMemory,
-            logger: logger)
+            rules: configuration.rules, logger: logger)
         self.configuration = configuration
         self.logger = logger
         self.now = now

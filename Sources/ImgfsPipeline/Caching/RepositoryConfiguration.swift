@@ -14,6 +14,9 @@ public struct RepositoryConfiguration: Sendable {
     /// Hosts whose images are not served, from the network or from the caches (`--allow-host`,
     /// `--deny-private-networks`): a cached image of a host the mount now refuses is refused too.
     public var addressPolicy = AddressPolicy()
+    /// The mount's request rules (headers, cookie files, per-host settings, cache-key rules): each request and each
+    /// name takes the snapshot in force when it is made. None unless given.
+    public var rules = RequestRulesHolder()
     /// When background disk writes wait for readers and transfers.
     public var diskWrites = DiskWriteScheduler.Pacing()
     /// Where image bodies are kept in memory (file-backed ones can be read by the kernel itself).

@@ -9,7 +9,8 @@ import Logging
 /// Guarantees: the in-flight table is read and changed under `state`'s lock, so at most one transfer per cache key is
 /// ever filed; a refused host (`--allow-host`, `--deny-private-networks`, a policy rule's `deny: true`), or a cached
 /// copy that came from a refused address, is neither served nor fetched (the refusal is remembered as the URL's last
-/// error); an asker whose interest is withdrawn starts nothing.
+/// error); an asker whose interest is withdrawn starts nothing. One decision is made under one snapshot of the request
+/// rules, which the transfer it files carries (``FetchRequest/rules``, ``Download/rules``).
 struct SourceResolver: Sendable {
     /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
     enum Resolution {
@@ -39,9 +40,9 @@ struct SourceResolver: Sendable {
 
     /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start.
     func step(_ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority) -> Step {
-        let priority = max(priority, url.requestedPriority), key = url.cacheKey
+        let priority = max(priority, url.requestedPriority), key = url.cacheKey, rules = configuration.rules.current
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host)
-            ?? ActivePolicy.profile(for: url.host).refusal
+            ?? rules.profile(for: url.host).refusal
         {
             return .answer(.ready(.failure(refused(key, url, refusal))))
         }
@@ -64,14 +65,15 @@ struct SourceResolver: Sendable {
                     return .refuse(refusal)
                 }
                 return .step(
-                    decide(url, cached: cached, refresh: refresh, failure: failure, interest: interest, &state))
+                    decide(
+                        url, rules, cached: cached, refresh: refresh, failure: failure, interest: interest, &state))
             }
             if let failure { return .step(.answer(.ready(.failure(failure)))) }
             if configuration.policy == .cacheOnly && configuration.sharedTier == nil {
                 return .step(.answer(.ready(.failure(.notCached))))
             }
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
-            return .step(file(url, &state, request: FetchRequest(url: url, priority: priority), fallback: nil))
+            return .step(file(url, rules, &state, request: FetchRequest(url: url, priority: priority), fallback: nil))
         }
         switch decision {
         case .step(let step): return step
@@ -92,12 +94,15 @@ struct SourceResolver: Sendable {
 
     /// A cached copy exists: serve it, or revalidate (or reload) it.
     private func decide(
-        _ url: ImageURL, cached: ImageSource, refresh: Bool, failure: FetchError?, interest: Interest?,
+        _ url: ImageURL, _ rules: RequestRules, cached: ImageSource, refresh: Bool, failure: FetchError?,
+        interest: Interest?,
         _ state: inout RepositoryState
     ) -> Step {
         let key = url.cacheKey
         let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
-        let fresh = !refresh || configuration.policy == .cacheOnly || freshness.isFresh(cached, of: url, now: now())
+        let fresh =
+            !refresh || configuration.policy == .cacheOnly
+            || freshness.isFresh(cached, of: url, under: rules, now: now())
         if !reload && fresh {
             return .answer(.ready(.success(cached)))
         }
@@ -111,20 +116,21 @@ struct SourceResolver: Sendable {
         if interest?.isWithdrawn == true { return .answer(.ready(.failure(.cancelled))) }
         state.counters.revalidations += reload ? 0 : 1
         let request = reload ? FetchRequest(url: url) : cached.validators(for: url)
-        return file(url, &state, request: request, fallback: cached)
+        return file(url, rules, &state, request: request, fallback: cached)
     }
 
-    /// Files a new transfer of `url` in flight.
+    /// Files a new transfer of `url` in flight, made under `rules`.
     private func file(
-        _ url: ImageURL, _ state: inout RepositoryState, request: FetchRequest,
+        _ url: ImageURL, _ rules: RequestRules, _ state: inout RepositoryState, request: FetchRequest,
         fallback: ImageSource?
     ) -> Step {
         var request = request
+        request.rules = rules
         if abandoned.recently(url.cacheKey) { request.holdSeconds = AbandonedTransfers.restartHold }
         // Read-ahead and prefetching want their transfers until they call them off; others, whoever has them open.
         let (openHandles, aheadOfReaders) = (openHandles, request.priority != .waited)
         let download = Download(
-            url: url.withoutFragment, limits: configuration.limits, memory: configuration.bodyMemory,
+            url: url.withoutFragment, rules: rules, limits: configuration.limits, memory: configuration.bodyMemory,
             isHeld: { aheadOfReaders || openHandles(url) > 0 })
         state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)

@@ -66,6 +66,8 @@ public final class Download: TransferObserving, Sendable {
 
     /// The URL being fetched.
     public let url: ImageURL
+    /// The request rules it was started under (its host's max size and expiry come from them).
+    public let rules: RequestRules
     public let limits: Limits
     private let state = Locked(State())
 
@@ -76,12 +78,13 @@ public final class Download: TransferObserving, Sendable {
     private let isHeld: @Sendable () -> Bool
 
     public init(
-        url: ImageURL, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
+        url: ImageURL, rules: RequestRules = .empty, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
         isHeld: @escaping @Sendable () -> Bool = { false }
     ) {
         self.url = url
         self.isHeld = isHeld
-        self.limits = ActivePolicy.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
+        self.rules = rules
+        self.limits = rules.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
         self.memory = memory
     }
 

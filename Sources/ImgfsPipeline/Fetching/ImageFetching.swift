@@ -57,6 +57,9 @@ public struct FetchRequest: Sendable, Equatable {
     public var holdSeconds = 0.0
     /// Its class in the fetcher's admission queue.
     public var priority: FetchPriority
+    /// The request rules it was made under (headers, cookie file, refusal, transfers per host): a reload of the rules
+    /// changes requests made afterwards only.
+    public var rules = RequestRules.empty
 
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil, priority: FetchPriority = .waited) {
         self.url = url

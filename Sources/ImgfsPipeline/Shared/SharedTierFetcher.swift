@@ -84,10 +84,10 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
 
     func start(_ request: FetchRequest, observer: any TransferObserving, originAllowed: Bool) -> any TransferHandle {
         // A cookie file's content may differ between machines with the same path: those requests are not shared.
-        let unshared = ActivePolicy.profile(for: request.url.host).cookieFile != nil
+        let unshared = request.rules.profile(for: request.url.host).cookieFile != nil
         if originAllowed
             && (request.isConditional || !health.isUsable || unshared
-                || Self.refusal(host: request.url.host, configuration.addressPolicy) != nil)
+                || Self.refusal(host: request.url.host, configuration.addressPolicy, request.rules) != nil)
         {
             health.count { $0.bypassed += 1 }
             return origin.start(request, observer: observer)
@@ -102,9 +102,9 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
         return transfer
     }
 
-    /// Why `host` is refused (`--allow-host`, `--deny-private-networks`, a policy rule's `deny: true`), or nil.
-    static func refusal(host: String, _ policy: AddressPolicy) -> String? {
-        policy.refusal(host: host) ?? ActivePolicy.profile(for: host).refusal
+    /// Why `host` is refused (`--allow-host`, `--deny-private-networks`, a rule of `rules` with `deny: true`), or nil.
+    static func refusal(host: String, _ policy: AddressPolicy, _ rules: RequestRules) -> String? {
+        policy.refusal(host: host) ?? rules.profile(for: host).refusal
     }
 
     // MARK: - Leases and backlog

@@ -25,7 +25,7 @@ struct SharedTierSession: Sendable {
     }
 
     func run() {
-        if let refusal = SharedTierFetcher.refusal(host: request.url.host, configuration.addressPolicy) {
+        if let refusal = SharedTierFetcher.refusal(host: request.url.host, configuration.addressPolicy, request.rules) {
             return transfer.complete(.refused(refusal))
         }
         if configuration.addressPolicy.denyPrivateNetworks, !resolvesToPublicAddresses() {

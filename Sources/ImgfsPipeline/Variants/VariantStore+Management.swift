@@ -32,7 +32,9 @@ extension VariantStore {
             let (text, validator) =
                 memory.peek(key).map { ($0.url.string, $0.metadata.etag) }
                 ?? disk?.record(forKey: key).map { ($0.url, $0.etag) } ?? ("", nil)
-            guard validator.flatMap(Self.size(ofValidator:)) == size, let url = try? ImageURL(text) else { return nil }
+            guard validator.flatMap(Self.size(ofValidator:)) == size,
+                let url = try? ImageURL(text, keying: repository.rules.current)
+            else { return nil }
             return (key, url)
         }
     }
