@@ -1,5 +1,7 @@
 #define FUSE_USE_VERSION 312
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <stdatomic.h>
@@ -169,3 +171,18 @@ int imgfs_fuse_reply_open_passthrough(fuse_req_t request, const struct fuse_file
     pending_backing_id = 0;
     return result != 0 ? result : (sent ? 0 : -EPROTO);
 }
+
+static void imgfs_fuse_woken(int signal) { (void)signal; }
+
+void imgfs_fuse_accept_wake(void) {
+    struct sigaction action = {0};
+    action.sa_handler = imgfs_fuse_woken;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR2, &action, NULL);
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, SIGUSR2);
+    pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+}
+
+int imgfs_fuse_wake(unsigned long thread) { return pthread_kill((pthread_t)thread, SIGUSR2); }

@@ -7,12 +7,11 @@ import ImgfsSystem
 import Logging
 
 /// A mounted ImageFilesystem: creates the FUSE session, mounts it, serves it on a pool of threads until it is
-/// unmounted or signalled, and then unmounts.
+/// unmounted or stopped (``stopper``), and then unmounts.
 ///
-/// Guarantees: after ``serve()`` returns, the mount point is unmounted and the session destroyed; SIGINT, SIGTERM and
-/// SIGHUP end the loop (they are unblocked and SIGINT reset to its default first, since libfuse only installs its
-/// handlers over SIG_DFL); `beforeUnmount` runs after the loop ends and before unmounting, while replies can still be
-/// sent.
+/// Guarantees: after ``serve(beforeUnmount:)`` returns, the mount point is unmounted and the session destroyed;
+/// libfuse installs no signal handlers (the daemon's signals go to its signal thread, which calls ``stopper``);
+/// `beforeUnmount` runs after the loop ends and before unmounting, while replies can still be sent.
 public final class FuseMount {
     /// Why a mount could not be made.
     public struct MountError: Error, CustomStringConvertible {
@@ -25,6 +24,8 @@ public final class FuseMount {
     private let logger: Logger
     private let maxThreads: UInt32
     private var notifier: SessionNotifier?
+    /// Ends ``serve(beforeUnmount:)``'s loop from any thread.
+    public let stopper: FuseLoopStopper
 
     /// Creates the session and mounts it at `mountPoint` with the FUSE `options` (`-o` list).
     /// With `passthrough` requested, opens of images whose whole body is in a file (``KernelReadableBody``) are
@@ -60,13 +61,8 @@ public final class FuseMount {
         }
         fuse_opt_free_args(&args)
         self.session = session
-        Self.prepareSignals()
-        guard fuse_set_signal_handlers(session) == 0 else {
-            fuse_session_destroy(session)
-            throw MountError(description: "cannot install signal handlers")
-        }
+        stopper = FuseLoopStopper(session: FuseSessionPointer(raw: session))
         guard fuse_session_mount(session, mountPoint) == 0 else {
-            fuse_remove_signal_handlers(session)
             fuse_session_destroy(session)
             throw MountError(description: "cannot mount on \(mountPoint) (see the fuse message above)")
         }
@@ -97,23 +93,19 @@ public final class FuseMount {
         self.notifier = notifier
     }
 
-    /// Serves requests until the filesystem is unmounted or a termination signal arrives, then unmounts.
+    /// Serves requests until the filesystem is unmounted or ``stopper`` stops it, then unmounts.
     public func serve(beforeUnmount: () -> Void) {
         let config = fuse_loop_cfg_create()
         fuse_loop_cfg_set_max_threads(config, maxThreads)
         fuse_loop_cfg_set_idle_threads(config, 4)
+        stopper.loopStarting()
         let result = fuse_session_loop_mt(session, config)
+        stopper.loopEnded()
         fuse_loop_cfg_destroy(config)
         logger.info("leaving the request loop (\(result)); unmounting \(mountPoint)")
         beforeUnmount()
         notifier?.close()
         fuse_session_unmount(session)
-        fuse_remove_signal_handlers(session)
         fuse_session_destroy(session)
-    }
-
-    private static func prepareSignals() {
-        signal(SIGINT, SIG_DFL)
-        TerminationSignals.unblock()
     }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
-/// A joinable POSIX thread that starts with SIGINT, SIGTERM and SIGHUP blocked, so those signals keep going to the
-/// daemon's main thread.
+/// A joinable POSIX thread. It inherits the signal mask of the thread that starts it: in the daemon, every signal it
+/// answers is blocked before the first thread starts and taken by ``SignalThread`` alone.
 public final class WorkerThread: Sendable {
     private final class Body {
         let name: String
@@ -16,11 +16,8 @@ public final class WorkerThread: Sendable {
 
     private let handle: pthread_t
 
-    /// Starts `body` on a new thread named `name` (at most 15 bytes are kept; `ps -L` shows it). The signal mask is
-    /// set with pthread_sigmask around pthread_create, so the thread has the termination signals blocked from its
-    /// first instruction; the caller's mask is restored afterwards.
+    /// Starts `body` on a new thread named `name` (at most 15 bytes are kept; `ps -L` shows it).
     public init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
-        let previous = TerminationSignals.block()
         let box = Unmanaged.passRetained(Body(name: name, body))
         var handle = pthread_t()
         let result = pthread_create(
@@ -32,7 +29,6 @@ public final class WorkerThread: Sendable {
                 body.run()
                 return nil
             }, box.toOpaque())
-        TerminationSignals.restore(previous)
         guard result == 0 else {
             box.release()
             throw SystemCallError(call: "pthread_create", code: result)

@@ -8,9 +8,8 @@ import Logging
 /// reopens its log file when it writes to one (so that logrotate can move it away), and otherwise logs that there is
 /// nothing to reload. It never unmounts.
 ///
-/// Guarantees: SIGHUP is blocked in every thread and taken by one thread with sigwait, so it neither interrupts a
-/// FUSE or curl thread nor reaches libfuse's handler (which would unmount); each SIGHUP's outcome is logged and
-/// recorded in `status` (stats.json's `reload`) once it has been carried out.
+/// Guarantees: it runs on the signal thread (``SignalThread``), never on a FUSE or curl thread; each SIGHUP's outcome
+/// is logged and recorded in `status` (stats.json's `reload`) once it has been carried out.
 struct HangUpHandler: Sendable {
     let policy: PolicyReloader?
     /// The log file the daemon's standard output and error go to; nil: the daemon logs to a terminal or pipe (`-f`).
@@ -23,28 +22,6 @@ struct HangUpHandler: Sendable {
         self.logFile = logFile
         self.logger = logger
         status = ReloadStatus(policyFile: policy?.path, logFile: logFile)
-    }
-
-    /// Blocks SIGHUP in the calling thread and the threads it starts later; call before any thread is started.
-    static func blockSignal() {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGHUP)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-    }
-
-    /// Blocks SIGHUP again (mounting unblocks it) and starts the thread that waits for it.
-    func start() {
-        Self.blockSignal()
-        let thread = Thread { [self] in
-            var waiting = sigset_t()
-            sigemptyset(&waiting)
-            sigaddset(&waiting, SIGHUP)
-            var received: Int32 = 0
-            while sigwait(&waiting, &received) == 0 { reload() }
-        }
-        thread.name = "imgfs-sighup"
-        thread.start()
     }
 
     /// Reopens the log file, rereads the policy file, and records what happened.

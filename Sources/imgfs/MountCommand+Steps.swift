@@ -15,8 +15,7 @@ extension MountCommand {
     static func startDaemonProcess(_ process: ProcessOptions) -> Logger {
         Background.detachIfDaemon()
         Allocator.keepFreedMemory()
-        HangUpHandler.blockSignal()
-        PurgeSignal.blockInThisAndNewThreads()
+        SignalThread.blockHandledSignals()
         return process.startLogging()
     }
 
@@ -110,15 +109,14 @@ extension MountCommand {
     /// Starts purging memory under pressure. The memory cgroup's limit caps the cache's budget (an eighth of it:
     /// transfers, queued disk writes, readers' buffers and the allocator need the rest), and its usage is watched on
     /// v1 and v2, where PSI may never fire.
-    static func watchMemoryPressure(_ parts: MountParts, logger: Logger) -> CombinedPressure {
+    static func watchMemoryPressure(_ parts: MountParts, manual: ManualPressure, logger: Logger) -> CombinedPressure {
         let cgroupWatch = CgroupMemoryWatch(logger: logger) { limit in
             let budget = parts.memoryCache.limit(to: limit.map { $0 / 8 })
             let why = limit == nil ? "" : " (an eighth of the memory cgroup limit)"
             logger.notice("memory cache budget \(Quantity.describe(bytes: budget))\(why)")
         }
         let pressure = CombinedPressure(sources: [
-            MemoryPressureSources.best(logger: logger), cgroupWatch,
-            PurgeSignal.source
+            MemoryPressureSources.best(logger: logger), cgroupWatch, manual
         ])
         pressure.start { reason in
             parts.repository.tiers.purgeMemory(reason: reason)
@@ -126,6 +124,21 @@ extension MountCommand {
             Allocator.trim()
         }
         return pressure
+    }
+
+    /// Starts the thread that answers the daemon's signals: SIGHUP reloads, SIGUSR1 purges the memory caches,
+    /// SIGINT and SIGTERM end the request loop (the mount then unmounts as after `fusermount3 -u`).
+    static func answerSignals(hangUp: HangUpHandler, purge: ManualPressure, mount: FuseMount, logger: Logger) throws {
+        let stopper = mount.stopper
+        try SignalThread.start { request in
+            switch request {
+            case .reload: hangUp.reload()
+            case .purge: purge.fire(reason: "SIGUSR1")
+            case .terminate:
+                logger.notice("asked to stop (SIGINT or SIGTERM)")
+                stopper.stop()
+            }
+        }
     }
 
     /// Mounts `parts.filesystem` at `mountPath` with the FUSE options and the kernel settings of `tuning`.

@@ -53,7 +53,8 @@ struct MountCommand: ParsableCommand {
         let parts = try makeFilesystem(
             fetcher: fetcher, rules: rules, cacheDirectory: cacheDirectory, tuning: tuning, reloadStatus: hangUp.status,
             logger: logger)
-        let pressure = Self.watchMemoryPressure(parts, logger: logger)
+        let purge = ManualPressure()
+        let pressure = Self.watchMemoryPressure(parts, manual: purge, logger: logger)
         let mount: FuseMount
         do {
             mount = try mountFilesystem(parts, at: mountPath, tuning: tuning, logger: logger)
@@ -62,7 +63,7 @@ struct MountCommand: ParsableCommand {
             fetcher.shutdown()
             throw error
         }
-        hangUp.start()
+        try Self.answerSignals(hangUp: hangUp, purge: purge, mount: mount, logger: logger)
         announce(mountPath, cacheDirectory: cacheDirectory, parts: parts, logger: logger)
         mount.serve {
             pressure.stop()

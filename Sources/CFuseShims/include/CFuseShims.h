@@ -70,4 +70,14 @@ struct imgfs_init_grant imgfs_fuse_amend_init_reply(void *body, size_t length, s
 // when the body is not of that size.
 bool imgfs_fuse_amend_open_reply(void *body, size_t length, int32_t backing_id);
 
+// fuse_session_loop_mt's thread waits in sem_wait until a worker ends or a signal interrupts it; after
+// fuse_session_exit nothing ends a worker that waits for a request. This lets SIGUSR2 interrupt the calling thread (a
+// handler that does nothing, without SA_RESTART, and SIGUSR2 unblocked here only): call it on the thread that runs the
+// loop, before the loop.
+void imgfs_fuse_accept_wake(void);
+
+// Sends SIGUSR2 to `thread` (one that called imgfs_fuse_accept_wake): its sem_wait returns and the loop sees that the
+// session has exited. 0, or an errno.
+int imgfs_fuse_wake(unsigned long thread);
+
 #endif
