@@ -42,6 +42,19 @@ struct CachedLookupTests {
         #expect(fetcher.transfers.count == 2)
     }
 
+    @Test("rm while its write is under way: the write lands, then is removed again; nothing is listed")
+    func removedDuringWrite() {
+        let disk = FakeDisk()
+        let repository = repository(memory: 1 << 20, disk: disk)
+        _ = repository.prepare(first)
+        fetcher.respond(0, body: [1, 2, 3, 4])
+        disk.beforeStep.withLock { hook in
+            hook = { step in if step == 0 { repository.evict(first) } }
+        }
+        repository.flushDiskWrites()
+        #expect(disk.record(forKey: first.cacheKey) == nil && repository.tiers.keys().isEmpty)
+    }
+
     @Test("a variant memory cannot hold whose write waits: listed, sized and reported, not made again")
     func queuedVariant() throws {
         let disk = FakeDisk()

@@ -8,7 +8,7 @@ import Logging
 /// this key": it finds the memory copy first, then a body this instance queued for the disk (``DiskWriteScheduler``),
 /// then the disk entry, and every other question (size, listing, URL of a key) is answered from it, so none of them
 /// disagrees about a body held only in the queue; every purge logs what it freed; removing a key removes it from every
-/// tier and calls off its queued write.
+/// tier and calls off its queued write, and emptying the disk calls off every write queued for it.
 public final class CacheTiers: Sendable {
     /// What `imgfs purge` empties.
     public enum PurgeKind: String, CaseIterable, Sendable {
@@ -186,6 +186,12 @@ public final class CacheTiers: Sendable {
         disk?.remove(key: key)
     }
 
+    /// Empties the disk cache and calls off the writes queued for it (the memory cache is left alone).
+    func removeAllFromDisk() {
+        writes.cancelAll(tier: ObjectIdentifier(self))
+        disk?.removeAll()
+    }
+
     /// The keys of every cached entry (memory, queued for the disk, disk), sorted: a snapshot to list in pages.
     public func keys() -> [String] {
         Set(memory.keys).union(writes.queuedKeys(tier: ObjectIdentifier(self))).union(disk?.keys() ?? []).sorted()
@@ -211,7 +217,7 @@ public final class CacheTiers: Sendable {
         case .disk:
             let (entries, bytes) = (disk?.count ?? 0, disk?.totalBytes ?? 0)
             purgeMemory(reason: "imgfs purge --disk")
-            disk?.removeAll()
+            removeAllFromDisk()
             logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
         case .expired:
             memory.removeAll { expiry.expiry(of: $0) <= now }

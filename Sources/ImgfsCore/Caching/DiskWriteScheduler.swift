@@ -11,7 +11,8 @@ import Synchronization
 /// ``Pacing/quietPeriod`` and no transfer runs; a smaller one waits, before it starts, while transfers run, as long as
 /// the small bodies waiting add up to at most ``Pacing/holdLimit`` bytes. No write waits longer than
 /// ``Pacing/maxDelay`` after it was queued, and during ``flush()`` none waits at all. A write that fails is logged
-/// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic).
+/// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic); a
+/// write called off (``cancel(_:)``, ``cancelAll(tier:)``) leaves nothing on the disk, even one under way then.
 ///
 /// The queue is a tier: until its write lands, a queued body is found by ``queuedImage(forKey:tier:)`` (and listed
 /// by ``queuedKeys(tier:)``) even after the memory cache evicted it; each ``CacheTiers`` that shares the queue (the
@@ -82,9 +83,15 @@ public final class DiskWriteScheduler: Sendable {
         queued.withLock { $0.compactMap { $0.value.tier == tier ? $0.key : nil } }
     }
 
-    /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written.
+    /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written, or, when it was under way,
+    /// removed again once it lands.
     func cancel(_ key: String) {
         _ = queued.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// Calls off every queued write of `tier` (a purge of its disk cache).
+    func cancelAll(tier: ObjectIdentifier) {
+        queued.withLock { $0 = $0.filter { $0.value.tier != tier } }
     }
 
     /// A purge: for the next 2 s queued writes go at once, so the bodies they hold are freed.
@@ -137,8 +144,9 @@ public final class DiskWriteScheduler: Sendable {
                 let pace = { self.waitForQuietMoment(queuedAt: queuedAt) }
                 // A large body waits for its first quiet moment before it looks whether it was called off meanwhile.
                 pace()
-                if isStillQueued(write) { store(image.bytes, record, on: disk, pace: pace) }
-                finished(write)
+                let stored = isStillQueued(write)
+                if stored { store(image.bytes, record, on: disk, pace: pace) }
+                finished(write, stored: stored)
             } else {
                 if held > 0 { waitForTransfers(queuedAt: queuedAt) }
                 storeSmallWrites()
@@ -166,13 +174,18 @@ public final class DiskWriteScheduler: Sendable {
         queued.withLock { $0[write.record.key]?.image.bytes === write.image.bytes }
     }
 
-    /// A write landed, failed or was called off: it leaves the queue and its counts.
-    private func finished(_ write: QueuedWrite) {
+    /// A write landed, failed or was called off: it leaves the queue and its counts. One `stored` while it was called
+    /// off (`rm`, a purge: their removal from the disk may have come first) is removed from the disk again, unless a
+    /// newer body of its key is queued.
+    private func finished(_ write: QueuedWrite, stored: Bool) {
         heldBytes.subtract(write.held, ordering: .relaxed)
         queuedBytes.subtract(write.record.size, ordering: .relaxed)
-        queued.withLock { writes in
-            if writes[write.record.key]?.image.bytes === write.image.bytes { writes[write.record.key] = nil }
+        let calledOff = queued.withLock { writes -> Bool in
+            guard let current = writes[write.record.key] else { return true }
+            if current.image.bytes === write.image.bytes { writes[write.record.key] = nil }
+            return false
         }
+        if calledOff && stored { write.disk.remove(key: write.record.key) }
     }
 
     /// Writes every small body waiting, in batches of the same disk cache within ``batchLimits``.
@@ -183,7 +196,9 @@ public final class DiskWriteScheduler: Sendable {
         }
         var batch: [QueuedWrite] = []
         var bytes = 0
-        for write in writes where isStillQueued(write) {
+        var stored = [Bool](repeating: false, count: writes.count)
+        for (index, write) in writes.enumerated() where isStillQueued(write) {
+            stored[index] = true
             if let first = batch.first,
                 (write.disk as AnyObject) !== (first.disk as AnyObject) || batch.count == Self.batchLimits.count
                     || bytes + write.record.size > Self.batchLimits.bytes
@@ -196,7 +211,7 @@ public final class DiskWriteScheduler: Sendable {
             bytes += write.record.size
         }
         if !batch.isEmpty { storeBatch(batch) }
-        writes.forEach(finished)
+        for (write, stored) in zip(writes, stored) { finished(write, stored: stored) }
     }
 
     /// One ``DiskCaching/store(batch:)`` of `writes` (all to the same disk cache), from one copy of their bodies.

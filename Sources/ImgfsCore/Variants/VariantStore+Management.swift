@@ -78,7 +78,7 @@ extension VariantStore {
             purgeMemory()
         case .disk:
             purgeMemory()
-            disk?.removeAll()
+            tiers.removeAllFromDisk()
         case .expired:
             let now = now()
             memory.removeAll { $0.expiresAt <= now }
