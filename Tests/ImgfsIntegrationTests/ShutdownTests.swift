@@ -77,7 +77,8 @@ struct ShutdownTests {
                 for reader in readers {
                     #expect(reader.wait(timeout: 10) != nil, "an interrupted reader returns at once")
                 }
-                let ended = "url=\(origin.baseURL + target) [ImgfsPipeline] transfer called off: nobody wants it any more"
+                let ended =
+                    "url=\(origin.baseURL + target) [ImgfsPipeline] transfer called off: nobody wants it any more"
                 #expect(Poll.until(timeout: 10) { mount.log.contains(ended) })
                 // Nothing can be awaited for an absence: watch for a second request for a while.
                 let quiet = !Poll.until(timeout: 1.5) { origin.requestCount(target) > 1 }

@@ -49,7 +49,7 @@ extension ImageFilesystem {
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
             let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
             let types = keys(key).lazy.compactMap {
-                self.repository.tiers.source($0, counting: false)?.metadata?.contentType
+                self.repository.tiers.lookup($0)?.metadata.contentType
             }
             guard let type = types.first else { return .failure(.noAttribute) }
             return .success(Array(type.utf8))

@@ -61,10 +61,8 @@ public final class HostDirectories: Sendable {
         }
         var hosts: [String: [String: ImageURL]] = [:]
         for key in tiers.keys() {
-            guard let url = tiers.url(forKey: key) else { continue }
-            let type =
-                tiers.memory.peek(key)?.metadata.contentType
-                ?? tiers.disk?.record(forKey: key)?.metadata.contentType
+            guard let entry = tiers.lookup(key), let url = entry.url(keying: tiers.rules.current) else { continue }
+            let type = entry.metadata.contentType
             hosts[Self.directoryName(url), default: [:]][Self.entryName(url, key: key, contentType: type)] = url
         }
         view.withLock { $0 = (Date(), hosts) }

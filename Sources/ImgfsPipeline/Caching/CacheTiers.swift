@@ -4,10 +4,13 @@ import ImgfsStore
 import Logging
 
 /// The two cache tiers, memory over disk, seen as one: what is cached under a key, what to list, and emptying them.
+/// The images have one; the variants (``VariantStore``) another, over the same write queue.
 ///
-/// Guarantees: nothing here touches the network; a look-up finds the memory copy first, then a body queued for the
-/// disk (``DiskWriteScheduler``), then the disk entry; every purge logs what it freed; removing a key removes it from
-/// every tier and calls off its queued write.
+/// Guarantees: nothing here touches the network; ``lookup(_:counting:)`` is the one answer to "what is cached under
+/// this key": it finds the memory copy first, then a body this instance queued for the disk (``DiskWriteScheduler``),
+/// then the disk entry, and every other question (size, listing, URL of a key) is answered from it, so none of them
+/// disagrees about a body held only in the queue; every purge logs what it freed; removing a key removes it from every
+/// tier and calls off its queued write, and emptying the disk calls off every write queued for it.
 public final class CacheTiers: Sendable {
     /// What `imgfs purge` empties.
     public enum PurgeKind: String, CaseIterable, Sendable {
@@ -26,7 +29,7 @@ public final class CacheTiers: Sendable {
     /// Where bodies read back from the disk are kept in memory.
     private let bodyMemory: BodyMemory
     /// The request rules the URL of a stored entry is named under (its cache key as the mount computes it now).
-    let rules: RequestRulesHolder
+    package let rules: RequestRulesHolder
     private let logger: Logger
 
     public init(
@@ -41,12 +44,25 @@ public final class CacheTiers: Sendable {
         self.logger = logger
     }
 
-    /// Where `key` is cached (a disk record may need a read of its metadata file); `counting` counts a memory hit
-    /// or miss.
-    package func source(_ key: String, counting: Bool) -> ImageSource? {
+    /// What is cached under `key`, and where: the memory cache, else a body queued for its disk write, else the disk
+    /// cache (whose record may need a read of its metadata file). `counting` counts a memory hit or miss.
+    public func lookup(_ key: String, counting: Bool = false) -> CachedEntry? {
         if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
-        if let image = writes.queuedImage(forKey: key) { return .memory(image) }
+        if let image = writes.queuedImage(forKey: key, tier: ObjectIdentifier(self)) { return .memory(image) }
         return disk?.record(forKey: key).map { .disk($0) }
+    }
+
+    /// ``lookup(_:counting:)`` as a source to serve.
+    package func source(_ key: String, counting: Bool) -> ImageSource? {
+        lookup(key, counting: counting).map(ImageSource.init)
+    }
+
+    /// Queues the disk write of `image` as `record` (``DiskWriteScheduler/write(_:as:to:tier:then:)``): until it lands,
+    /// ``lookup(_:counting:)`` and ``keys()`` find it. False, queueing nothing, without a disk cache or when the queue
+    /// is full.
+    func queueWrite(_ image: CachedImage, as record: CacheRecord, then done: @escaping @Sendable () -> Void) -> Bool {
+        guard let disk else { return false }
+        return writes.write(image, as: record, to: disk, tier: ObjectIdentifier(self), then: done)
     }
 
     /// The tiers' sizes and counters with the repository's, for `.imgfs/stats.json`.
@@ -60,16 +76,11 @@ public final class CacheTiers: Sendable {
             diskEvictions: disk?.evictionCount ?? 0, inFlight: inFlight, sharedTier: sharedTier)
     }
 
-    /// The size of the image cached under `key` (memory, a queued write or disk), or nil when none holds it.
-    package func cachedSize(_ key: String) -> Int? {
-        memory.peek(key)?.metadata.size ?? writes.queuedImage(forKey: key)?.metadata.size
-            ?? disk?.record(forKey: key)?.size
-    }
+    /// The size of the image cached under `key` (``lookup(_:counting:)``), or nil when none holds it.
+    package func cachedSize(_ key: String) -> Int? { lookup(key)?.metadata.size }
 
-    /// Whether a tier holds `key` (without counting a hit).
-    package func holds(_ key: String) -> Bool {
-        cachedSize(key) != nil
-    }
+    /// Whether a tier holds `key` (``lookup(_:counting:)``, without counting a hit).
+    package func holds(_ key: String) -> Bool { lookup(key) != nil }
 
     /// Bytes `offset ..< offset + count` of the disk entry `record` of `url`: the whole image moves to memory when it
     /// fits the budget, else the range is read from the file. Nil when the entry is unusable (corrupt, gone): it is
@@ -180,16 +191,19 @@ public final class CacheTiers: Sendable {
         disk?.remove(key: key)
     }
 
-    /// The keys of every cached image, sorted: a snapshot to list in pages.
-    public func keys() -> [String] {
-        Array(Set(memory.keys).union(disk?.keys() ?? [])).sorted()
+    /// Empties the disk cache and calls off the writes queued for it (the memory cache is left alone).
+    func removeAllFromDisk() {
+        writes.cancelAll(tier: ObjectIdentifier(self))
+        disk?.removeAll()
     }
 
-    /// The URL cached under `key`, if any (reads the disk record of that one entry at most).
-    public func url(forKey key: String) -> ImageURL? {
-        if let image = memory.peek(key) { return image.url }
-        return disk?.record(forKey: key).flatMap { try? ImageURL($0.url, keying: rules.current) }
+    /// The keys of every cached entry (memory, queued for the disk, disk), sorted: a snapshot to list in pages.
+    public func keys() -> [String] {
+        Set(memory.keys).union(writes.queuedKeys(tier: ObjectIdentifier(self))).union(disk?.keys() ?? []).sorted()
     }
+
+    /// The URL cached under `key` (``lookup(_:counting:)``), if any (reads the disk record of that one entry at most).
+    public func url(forKey key: String) -> ImageURL? { lookup(key)?.url(keying: rules.current) }
 
     /// Empties the memory cache (a memory-pressure purge); returns the bytes freed from it.
     @discardableResult
@@ -208,7 +222,7 @@ public final class CacheTiers: Sendable {
         case .disk:
             let (entries, bytes) = (disk?.count ?? 0, disk?.totalBytes ?? 0)
             purgeMemory(reason: "imgfs purge --disk")
-            disk?.removeAll()
+            removeAllFromDisk()
             logger.notice("disk cache purged: \(entries) images, \(Quantity.describe(bytes: bytes))")
         case .expired:
             memory.removeAll { expiry.expiry(of: $0) <= now }

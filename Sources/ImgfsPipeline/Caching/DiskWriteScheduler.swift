@@ -13,11 +13,14 @@ import Synchronization
 /// ``Pacing/quietPeriod`` and no transfer runs; a smaller one waits, before it starts, while transfers run, as long as
 /// the small bodies waiting add up to at most ``Pacing/holdLimit`` bytes. No write waits longer than
 /// ``Pacing/maxDelay`` after it was queued, and during ``flush()`` none waits at all. A write that fails is logged
-/// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic).
+/// (a full disk at most once a minute) and leaves nothing partial (``DiskCaching/store(_:body:pace:)`` is atomic); a
+/// write called off (``cancel(_:)``, ``cancelAll(tier:)``) leaves nothing on the disk, even one under way then.
 ///
-/// The queue is a tier: until its write lands, a queued body is found by ``queuedImage(forKey:)`` even after the
-/// memory cache evicted it. What the queue holds is bounded (``queueBound``: beyond it a body is not written), and
-/// writes stop waiting while it holds more than the memory cache's budget or for 2 s after a purge (``hurry()``).
+/// The queue is a tier: until its write lands, a queued body is found by ``queuedImage(forKey:tier:)`` (and listed
+/// by ``queuedKeys(tier:)``) even after the memory cache evicted it; each ``CacheTiers`` that shares the queue (the
+/// images', the variants') finds only the bodies it queued. What the queue holds is bounded (``queueBound``: beyond
+/// it a body is not written), and writes stop waiting while it holds more than the memory cache's budget or for 2 s
+/// after a purge (``hurry()``).
 ///
 /// The counters are atomics rather than state behind a lock: every request stamps the time, and a lock there would
 /// be taken by every FUSE thread at once.
@@ -42,7 +45,7 @@ public final class DiskWriteScheduler: Sendable {
     private let memory: MemoryCache
     private let logger: Logger
     /// The bodies queued, by key, until their write has landed or failed.
-    private let queued = Locked<[String: CachedImage]>([:])
+    private let queued = Locked<[String: QueuedWrite]>([:])
     /// Bytes of all queued bodies.
     private let queuedBytes = Atomic<Int>(0)
     /// Until this uptime (ns), queued writes do not wait: set by a purge, so the memory they hold is freed soon.
@@ -72,14 +75,25 @@ public final class DiskWriteScheduler: Sendable {
         self.logger = logger
     }
 
-    /// The body queued for `key`, until its write lands.
-    func queuedImage(forKey key: String) -> CachedImage? {
-        queued.withLock { $0[key] }
+    /// The body `tier` queued for `key`, until its write lands.
+    func queuedImage(forKey key: String, tier: ObjectIdentifier) -> CachedImage? {
+        queued.withLock { $0[key] }.flatMap { $0.tier == tier ? $0.image : nil }
     }
 
-    /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written.
+    /// The keys of the bodies `tier` queued whose writes have not landed.
+    func queuedKeys(tier: ObjectIdentifier) -> [String] {
+        queued.withLock { $0.compactMap { $0.value.tier == tier ? $0.key : nil } }
+    }
+
+    /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written, or, when it was under way,
+    /// removed again once it lands.
     func cancel(_ key: String) {
         _ = queued.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// Calls off every queued write of `tier` (a purge of its disk cache).
+    func cancelAll(tier: ObjectIdentifier) {
+        queued.withLock { $0 = $0.filter { $0.value.tier != tier } }
     }
 
     /// A purge: for the next 2 s queued writes go at once, so the bodies they hold are freed.
@@ -108,11 +122,12 @@ public final class DiskWriteScheduler: Sendable {
     func transferStarted() { activeTransfers.add(1, ordering: .relaxed) }
     func transferEnded() { activeTransfers.subtract(1, ordering: .relaxed) }
 
-    /// Queues the write of `image` as the entry `record` of `disk`; `done` runs on the worker once it is written,
-    /// failed or was called off. Returns false, queueing nothing, when the queue is full (the disk cannot keep up
-    /// with the network): the body is then fetched again when next needed, if it has left memory by then.
+    /// Queues the write of `image` as the entry `record` of `disk`, for `tier` (whose look-ups find it meanwhile);
+    /// `done` runs on the worker once it is written, failed or was called off. Returns false, queueing nothing, when
+    /// the queue is full (the disk cannot keep up with the network): the body is then fetched again when next needed,
+    /// if it has left memory by then.
     func write(
-        _ image: CachedImage, as record: CacheRecord, to disk: any DiskCaching,
+        _ image: CachedImage, as record: CacheRecord, to disk: any DiskCaching, tier: ObjectIdentifier,
         then done: @escaping @Sendable () -> Void
     ) -> Bool {
         let size = record.size
@@ -123,16 +138,17 @@ public final class DiskWriteScheduler: Sendable {
         let held = large || pacing.holdLimit <= 0 ? 0 : size
         heldBytes.add(held, ordering: .relaxed)
         queuedBytes.add(size, ordering: .relaxed)
-        queued.withLock { $0[record.key] = image }
-        let write = QueuedWrite(image: image, record: record, held: held, disk: disk)
+        let write = QueuedWrite(image: image, record: record, held: held, disk: disk, tier: tier)
+        queued.withLock { $0[record.key] = write }
         if !large { smallWrites.withLock { $0.append(write) } }
         worker.submit { [self] in
             if large {
                 let pace = { self.waitForQuietMoment(queuedAt: queuedAt) }
                 // A large body waits for its first quiet moment before it looks whether it was called off meanwhile.
                 pace()
-                if isStillQueued(write) { store(image.bytes, record, on: disk, pace: pace) }
-                finished(write)
+                let stored = isStillQueued(write)
+                if stored { store(image.bytes, record, on: disk, pace: pace) }
+                finished(write, stored: stored)
             } else {
                 if held > 0 { waitForTransfers(queuedAt: queuedAt) }
                 storeSmallWrites()
@@ -149,22 +165,29 @@ public final class DiskWriteScheduler: Sendable {
         /// What it counts in ``heldBytes``.
         let held: Int
         let disk: any DiskCaching
+        /// The ``CacheTiers`` that queued it.
+        let tier: ObjectIdentifier
     }
 
     /// The most bodies, and bytes, one batch writes.
     private static let batchLimits = (count: 256, bytes: 8 << 20)
 
     private func isStillQueued(_ write: QueuedWrite) -> Bool {
-        queued.withLock { $0[write.record.key]?.bytes === write.image.bytes }
+        queued.withLock { $0[write.record.key]?.image.bytes === write.image.bytes }
     }
 
-    /// A write landed, failed or was called off: it leaves the queue and its counts.
-    private func finished(_ write: QueuedWrite) {
+    /// A write landed, failed or was called off: it leaves the queue and its counts. One `stored` while it was called
+    /// off (`rm`, a purge: their removal from the disk may have come first) is removed from the disk again, unless a
+    /// newer body of its key is queued.
+    private func finished(_ write: QueuedWrite, stored: Bool) {
         heldBytes.subtract(write.held, ordering: .relaxed)
         queuedBytes.subtract(write.record.size, ordering: .relaxed)
-        queued.withLock { writes in
-            if writes[write.record.key]?.bytes === write.image.bytes { writes[write.record.key] = nil }
+        let calledOff = queued.withLock { writes -> Bool in
+            guard let current = writes[write.record.key] else { return true }
+            if current.image.bytes === write.image.bytes { writes[write.record.key] = nil }
+            return false
         }
+        if calledOff && stored { write.disk.remove(key: write.record.key) }
     }
 
     /// Writes every small body waiting, in batches of the same disk cache within ``batchLimits``.
@@ -175,7 +198,9 @@ public final class DiskWriteScheduler: Sendable {
         }
         var batch: [QueuedWrite] = []
         var bytes = 0
-        for write in writes where isStillQueued(write) {
+        var stored = [Bool](repeating: false, count: writes.count)
+        for (index, write) in writes.enumerated() where isStillQueued(write) {
+            stored[index] = true
             if let first = batch.first,
                 (write.disk as AnyObject) !== (first.disk as AnyObject) || batch.count == Self.batchLimits.count
                     || bytes + write.record.size > Self.batchLimits.bytes
@@ -188,7 +213,7 @@ public final class DiskWriteScheduler: Sendable {
             bytes += write.record.size
         }
         if !batch.isEmpty { storeBatch(batch) }
-        writes.forEach(finished)
+        for (write, stored) in zip(writes, stored) { finished(write, stored: stored) }
     }
 
     /// One ``DiskCaching/store(batch:)`` of `writes` (all to the same disk cache), from one copy of their bodies.

@@ -52,7 +52,7 @@ extension ImageRepository {
         // Once the memory cache has it, later callers find it there (and see its expiry); otherwise the transfer stays
         // joinable until the disk has it.
         if inMemory { endFlight(key, download) }
-        guard decision.store, let disk else {
+        guard decision.store, disk != nil else {
             disk?.remove(key: key)
             return endFlight(key, download)
         }
@@ -62,7 +62,7 @@ extension ImageRepository {
             expiresAt: decision.expiresAt, checksum: 0, lastAccess: decidedAt,
             validatedAt: decidedAt, expiryFromHeaders: decision.fromHeaders,
             remoteAddress: head.remoteAddress)
-        guard diskWrites.write(image, as: record, to: disk, then: { [self] in endFlight(key, download) }) else {
+        guard tiers.queueWrite(image, as: record, then: { [self] in endFlight(key, download) }) else {
             state.withLock { $0.counters.diskWritesSkipped += 1 }
             return endFlight(key, download)
         }

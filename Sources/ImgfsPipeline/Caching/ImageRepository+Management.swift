@@ -52,7 +52,7 @@ extension ImageRepository {
     public func report(_ url: ImageURL) -> ImageReport {
         let key = url.cacheKey
         let (flight, error) = state.withLock { ($0.inFlight[key], $0.failures.lastError(key)) }
-        let cached = memory.peek(key).map(ImageSource.memory) ?? disk?.record(forKey: key).map(ImageSource.disk)
+        let cached = tiers.source(key, counting: false)
         let source = cached ?? flight.map { .download($0.download) }
         return ImageReport(
             source: source?.tier, metadata: source?.metadata,

@@ -1,8 +1,8 @@
 import Foundation
 import ImgfsModel
 
-/// Everything the repository decides under its one lock: the transfers under way, the failures remembered, what was
-/// fetched this session, and the counters.
+/// Everything the repository decides under its one lock: the work under way (transfers, and the productions of
+/// variants, ``VariantStore``), the failures remembered (of both), what was fetched this session, and the counters.
 ///
 /// Guarantees: none by itself (it is a value); kept in a ``Locked`` by ``ImageRepository`` so that looking for a
 /// flight, a remembered failure and a cached copy, and starting a transfer, is one decision.

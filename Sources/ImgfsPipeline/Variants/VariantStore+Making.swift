@@ -5,15 +5,12 @@ import ImgfsStore
 // MARK: - Making variants
 
 extension VariantStore {
-    /// Joins the production of the variant under `key`, or starts it: the original's metadata first (revalidated when
-    /// expired), then, unless a variant with the same validator is cached already, the whole original is waited for
-    /// here, outside the pool, and only then is a worker given the variant to decode.
+    /// Joins the production of the variant under `key` (in the repository's ``InFlightTable``), or starts it: the
+    /// original's metadata first (revalidated when expired), then, unless a variant with the same validator is cached
+    /// already, the whole original is waited for here, outside the pool, and only then is a worker given the variant
+    /// to decode.
     func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
-        let first = state.withLock { state -> Bool in
-            state.waiting[key, default: []].append(reply)
-            return state.waiting[key]!.count == 1
-        }
-        guard first else { return }
+        guard repository.state.withLock({ $0.inFlight.join(key, reply) }) else { return }
         repository.metadata(url, refresh: true) { [self] result in
             switch result {
             case .failure(let error):
@@ -23,8 +20,8 @@ extension VariantStore {
                 if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
                     return finish(key, .success(renewed(cached, key: key, url: url)))
                 }
-                if let failure = state.withLock({ $0.failures[key] }), failure.validator == validator {
-                    return finish(key, .failure(failure.error))
+                if let failure = repository.state.withLock({ $0.failures.recent(key, validator: validator) }) {
+                    return finish(key, .failure(failure))
                 }
                 whenOriginalArrived(url) { [self] arrived in
                     switch arrived {
@@ -102,8 +99,12 @@ extension VariantStore {
         switch made {
         case .failure(let error):
             logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            // A decode over budget is not remembered: the budget follows the memory cgroup's limit.
-            if case .decodeTooLarge = error {} else { state.withLock { $0.failures[key] = (error, validator) } }
+            switch error {
+            case .decodeTooLarge:
+                break  // Not remembered: the budget follows the memory cgroup's limit.
+            default:
+                repository.state.withLock { $0.failures.remember(key, error, validator: validator, at: now()) }
+            }
             failed(key, error)
         case .success(let variant):
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
@@ -157,7 +158,8 @@ extension VariantStore {
         return result
     }
 
-    /// Puts a made variant into memory and (in the background, or at once when memory cannot hold it) on disk.
+    /// Puts a made variant into memory and queues its disk write (``CacheTiers/queueWrite(_:as:then:)``: found there
+    /// until it lands, even when memory could not hold it); when the queue is full, writes it at once.
     private func file(
         _ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
         validator: String
@@ -169,26 +171,19 @@ extension VariantStore {
         let image = CachedImage(
             url: url.withoutFragment, bytes: ImageBytes(copying: made.bytes), metadata: metadata,
             expiresAt: repository.report(url).expiresAt ?? now())
-        let inMemory = memory.insert(image, forKey: key)
+        memory.insert(image, forKey: key)
         if let disk {
             let record = CacheRecord(
                 key: key, url: url.withoutFragment.string, size: metadata.size,
                 contentType: metadata.contentType, etag: validator,
                 lastModified: metadata.lastModified, fetchedAt: metadata.fetchedAt,
                 expiresAt: image.expiresAt, lastAccess: now())
-            let write: @Sendable () -> Void = { [logger, state] in
+            if !tiers.queueWrite(image, as: record, then: {}) {
                 do {
                     try made.bytes.withUnsafeBytes { _ = try disk.store(record, body: $0) }
                 } catch {
                     logger.warning("could not write a variant to the disk cache: \(error)", metadata: ["url": "\(url)"])
                 }
-                state.withLock { if $0.pendingWrites[key]?.bytes === image.bytes { $0.pendingWrites[key] = nil } }
-            }
-            if inMemory {
-                state.withLock { $0.pendingWrites[key] = image }
-                diskWrites.async(execute: write)
-            } else {
-                write()
             }
         }
         if let previous, previous.metadata.etag != validator { replaced(size, url) }
@@ -219,18 +214,15 @@ extension VariantStore {
         finish(key, .failure(error))
     }
 
-    /// Answers everyone waiting for `key` and ends its production.
+    /// Answers everyone waiting for `key` and ends its production; the outcome is the variant's last error, or
+    /// clears it.
     func finish(_ key: String, _ result: Result<Variant, VariantError>) {
-        let waiting = state.withLock { state -> [VariantReply] in
+        let waiting = repository.state.withLock { state -> [VariantReply] in
             switch result {
-            case .success: state.lastErrors[key] = nil
-            case .failure(let error):
-                if state.lastErrors.count >= 10_000, let any = state.lastErrors.keys.first {
-                    state.lastErrors[any] = nil
-                }
-                state.lastErrors[key] = error
+            case .success: state.failures.clearLastError(key)
+            case .failure(let error): state.failures.setLastError(error, forKey: key)
             }
-            return state.waiting.removeValue(forKey: key) ?? []
+            return state.inFlight.finishProduction(key)
         }
         for reply in waiting { reply(result) }
     }

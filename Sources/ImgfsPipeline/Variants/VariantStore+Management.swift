@@ -4,12 +4,11 @@ import ImgfsModel
 // MARK: - Management: eviction, listing, reports, purges, the disk sweep, counters
 
 extension VariantStore {
-    /// Drops the variant from both caches (`rm thumb/<px>/<name>`).
+    /// Drops the variant from every tier, its queued disk write included (`rm thumb/<px>/<name>`).
     public func evict(_ size: Int, of url: ImageURL) {
         let key = key(size, url)
-        memory.remove(key)
-        disk?.remove(key: key)
-        state.withLock { $0.failures[key] = nil }
+        tiers.remove(key)
+        repository.state.withLock { $0.failures.forget(key) }
         logger.info("variant evicted", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
     }
 
@@ -17,23 +16,20 @@ extension VariantStore {
     public func originalChanged(_ url: ImageURL) {
         for size in configuration.sizes {
             let key = key(size, url)
-            guard memory.peek(key) != nil || disk?.record(forKey: key) != nil else { continue }
-            memory.remove(key)
-            disk?.remove(key: key)
+            guard tiers.lookup(key) != nil else { continue }
+            tiers.remove(key)
             logger.info(
                 "original changed; variant dropped",
                 metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
         }
     }
 
-    /// The URLs of the cached variants of longer side `size`, sorted by key, with their keys.
+    /// The URLs of the cached variants of longer side `size` (memory, the write queue, disk), sorted by key, with
+    /// their keys.
     public func cachedVariants(_ size: Int) -> [(key: String, url: ImageURL)] {
-        Set(memory.keys).union(disk?.keys() ?? []).sorted().compactMap { key in
-            let (text, validator) =
-                memory.peek(key).map { ($0.url.string, $0.metadata.etag) }
-                ?? disk?.record(forKey: key).map { ($0.url, $0.etag) } ?? ("", nil)
-            guard validator.flatMap(Self.size(ofValidator:)) == size,
-                let url = try? ImageURL(text, keying: repository.rules.current)
+        tiers.keys().compactMap { key in
+            guard let entry = tiers.lookup(key), entry.metadata.etag.flatMap(Self.size(ofValidator:)) == size,
+                let url = entry.url(keying: repository.rules.current)
             else { return nil }
             return (key, url)
         }
@@ -46,19 +42,16 @@ extension VariantStore {
         -> (source: ImageReport.Source?, variant: Variant?, error: VariantError?)
     {
         let key = key(size, url)
-        let error = state.withLock { $0.lastErrors[key] }
-        switch cachedVariant(key, counting: false) {
-        case .memory(let image)?: return (.memory, .memory(image), error)
-        case .disk(let record)?: return (.disk, .disk(record), error)
-        case nil: return (nil, nil, error)
-        }
+        let error = repository.state.withLock { $0.failures.lastVariantError(key) }
+        let cached = cachedVariant(key, counting: false)
+        return (cached?.tier, cached, error)
     }
 
     /// The last failure of the variant when it is not cached and not being made (never makes anything).
     public func knownFailure(_ size: Int, of url: ImageURL) -> VariantError? {
         let key = key(size, url)
         if cachedVariant(key, counting: false) != nil { return nil }
-        return state.withLock { $0.waiting[key] == nil ? $0.lastErrors[key] : nil }
+        return repository.state.withLock { $0.inFlight.isProducing(key) ? nil : $0.failures.lastVariantError(key) }
     }
 
     /// Empties the variants' memory cache (memory pressure); returns the bytes freed.
@@ -86,7 +79,7 @@ extension VariantStore {
             purgeMemory()
         case .disk:
             purgeMemory()
-            disk?.removeAll()
+            tiers.removeAllFromDisk()
         case .expired:
             let now = now()
             memory.removeAll { $0.expiresAt <= now }
@@ -101,6 +94,6 @@ extension VariantStore {
         return counters
     }
 
-    /// Waits for the disk writes queued so far (at unmount).
-    public func flushDiskWrites() { diskWrites.sync {} }
+    /// Waits for the disk writes queued so far (at unmount): the repository's write queue, which variants share.
+    public func flushDiskWrites() { tiers.writes.flush() }
 }

@@ -24,7 +24,12 @@ import Logging
 ///   fails with ``VariantError/decodeTooLarge(_:budget:)``, one that fits later is parked off the workers.
 /// - Nothing incomplete is served or cached: a variant is stored only once it is fully encoded. A failure is
 ///   answered with its error; a decoder's failure is remembered while the original keeps its validator.
-/// - Its memory cache and disk cache are its own: variants never show up among the repository's images.
+/// - Variants are a second stage of the image pipeline: their productions live in the repository's in-flight table
+///   (``InFlightTable``), their failures in its failure memory (``RememberedFailures``), and their disk writes go
+///   through its write queue (``DiskWriteScheduler``), so a variant awaiting its write is found by every look-up.
+/// - Its memory cache and disk cache are its own (a ``CacheTiers`` of its own over the shared write queue): variants
+///   have budgets of their own (an eighth of the images'), so making them never evicts originals, and they never
+///   show up among the repository's images. ``CacheTiers/lookup(_:counting:)`` answers every "is it cached?".
 public final class VariantStore: Sendable {
     /// What variants exist and how they are made.
     public struct Configuration: Sendable {
@@ -38,57 +43,28 @@ public final class VariantStore: Sendable {
         public init() {}
     }
 
-    /// Where a variant is served from.
-    public enum Variant: Sendable {
-        case memory(CachedImage)
-        case disk(CacheRecord)
-
-        /// Its metadata: its own size and type; the original's Last-Modified and fetch time; its validator as ETag.
-        public var metadata: ImageMetadata {
-            switch self {
-            case .memory(let image): image.metadata
-            case .disk(let record): record.metadata
-            }
-        }
-
-        public var expiresAt: Date {
-            switch self {
-            case .memory(let image): image.expiresAt
-            case .disk(let record): record.expiresAt
-            }
-        }
-    }
+    /// Where a variant is served from. Its metadata: its own size and type; the original's Last-Modified and fetch
+    /// time; its validator as ETag.
+    public typealias Variant = CachedEntry
 
     public typealias VariantReply = @Sendable (Result<Variant, VariantError>) -> Void
-
-    struct State {
-        /// Productions under way, with everyone waiting for them.
-        var waiting: [String: [VariantReply]] = [:]
-        /// Decoder failures, valid while the original keeps the validator they were made with.
-        var failures: [String: (error: VariantError, validator: String)] = [:]
-        /// The last failure of each variant until it is made (for `user.imgfs.error`); bounded.
-        var lastErrors: [String: VariantError] = [:]
-        /// Variants made and not yet on disk: still found when the memory cache let them go meanwhile.
-        var pendingWrites: [String: CachedImage] = [:]
-    }
 
     public let configuration: Configuration
     let repository: ImageRepository
     let maker: any VariantMaking
-    let memory: MemoryCache
-    let disk: (any DiskCaching)?
+    /// The variants' memory and disk caches, over the repository's write queue.
+    let tiers: CacheTiers
+    var memory: MemoryCache { tiers.memory }
+    var disk: (any DiskCaching)? { tiers.disk }
     let workers: VariantWorkers
     let logger: Logger
     let now: @Sendable () -> Date
-    let state = Locked(State())
     /// Keys already computed (``key(_:_:)``).
     let keys = Locked<[VariantID: String]>([:])
     /// What the store did (``statistics()``).
     let counters = Locked(VariantCounters())
     /// The decodes that cannot stream, admitted against ``decodeLimit``.
     let decodeBudget = DecodeBudget()
-    /// Disk writes of variants, one at a time, off the workers.
-    let diskWrites = DispatchQueue(label: "imgfs.variant-disk-writes")
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
 
     public init(
@@ -98,8 +74,7 @@ public final class VariantStore: Sendable {
     ) {
         self.repository = repository
         self.maker = maker
-        self.memory = memory
-        self.disk = disk
+        self.tiers = CacheTiers(memory: memory, disk: disk, writes: repository.diskWrites, logger: logger)
         self.workers = workers
         self.configuration = configuration
         self.logger = logger
@@ -193,16 +168,15 @@ public final class VariantStore: Sendable {
 
     // MARK: - Cache look-ups
 
+    /// The variant cached under `key` (``CacheTiers/lookup(_:counting:)``: memory, the write queue, disk).
     func cachedVariant(_ key: String, counting: Bool) -> Variant? {
-        if let image = counting ? memory.image(forKey: key) : memory.peek(key) { return .memory(image) }
-        if let image = state.withLock({ $0.pendingWrites[key] }) { return .memory(image) }
-        return disk?.record(forKey: key).map { .disk($0) }
+        tiers.lookup(key, counting: counting)
     }
 
     /// Whether `variant` was made from the original as it is cached now (true when the original is not cached).
     func isCurrent(_ variant: Variant, size: Int, url: ImageURL) -> Bool {
         // The cached original without building a whole report (every open asks); one being fetched otherwise.
-        let cached = repository.tiers.source(url.cacheKey, counting: false)?.metadata
+        let cached = repository.tiers.lookup(url.cacheKey)?.metadata
         guard let original = cached ?? repository.report(url).metadata else { return true }
         return variant.metadata.etag == Self.validator(size, original)
     }
