@@ -139,14 +139,21 @@ final class FuseOperations: @unchecked Sendable {
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(
-                info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
+                info: info!.pointee, inode: UInt64(inode), filesystem: operations.filesystem,
+                store: operations.storeInKernel,
                 passthrough: operations.passthrough, probe: operations.pageCacheProbe,
                 bypassWhileArriving: operations.bypassesPageCacheWhileArriving)
             let caller = Request.caller(req!)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, caller: caller, interest: interest) {
                 [pending = operations.pending] result in
-                guard let request = pending.finish(ticket) else { return }
+                guard let request = pending.finish(ticket) else {
+                    // Interrupted: the kernel never got this handle, so it sends no release for it.
+                    if case .success(let file) = result {
+                        operations.filesystem.release(UInt64(inode), handle: file.handle)
+                    }
+                    return
+                }
                 switch result {
                 case .success(let file): reply.send(request, file)
                 case .failure(let error): request.fail(error)
@@ -177,8 +184,10 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.release = { req, inode, info in
             let operations = context(req)
-            operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh)
-            if info!.pointee.fh == 0 { operations.passthrough?.end(UInt64(inode)) }  // images have handle 0
+            // Images and thumbnails were counted by passthrough's rules at their open; generated files were not.
+            if operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh) {
+                operations.passthrough?.end(UInt64(inode))
+            }
             Request(req!).succeed()
         }
         ops.unlink = { req, parent, name in
@@ -291,6 +300,7 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
     let inode: UInt64
+    let filesystem: ImageFilesystem
     let store: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
     let passthrough: PassthroughOpens?
     let probe: PageCacheProbe?
@@ -304,7 +314,7 @@ private struct OpenReply: @unchecked Sendable {
         info.fh = file.handle
         if file.directIO {
             info.direct_io = 1
-            request.reply(open: info)
+            if request.reply(open: info) != 0 { filesystem.release(inode, handle: file.handle) }
             return
         }
         // The first open of an image that is whole in a file: passthrough only if the kernel lost its pages.
@@ -329,7 +339,7 @@ private struct OpenReply: @unchecked Sendable {
         {
             if readsFromDaemon { info.direct_io = 1 }
             // An open the kernel did not get (interrupted) gets no release.
-            if request.reply(open: info, backingId: backingId) != 0 { passthrough.end(inode) }
+            if request.reply(open: info, backingId: backingId) != 0 { notDelivered(file) }
             return
         }
         if file.arrivingAlone && bypassWhileArriving {
@@ -342,7 +352,13 @@ private struct OpenReply: @unchecked Sendable {
             // a refresh with other bytes invalidates them explicitly.
             info.keep_cache = 1
         }
-        if request.reply(open: info) != 0 { passthrough?.end(inode) }
+        if request.reply(open: info) != 0 { notDelivered(file) }
+    }
+
+    /// The kernel did not get the answer to this open, so it sends no release: the open ends here.
+    private func notDelivered(_ file: ImageFilesystem.OpenFile) {
+        passthrough?.end(inode)
+        filesystem.release(inode, handle: file.handle)
     }
 }
 
