@@ -12,11 +12,12 @@ extension ImageRepository {
     /// read that by itself: the body does not come into memory), and with its whole body otherwise (read into the
     /// memory cache as its first read would, so the adapter can hand it over with the open). An unusable disk entry is
     /// dropped and the image resolved again (fetched). The answer says what the open file's reads are served from
-    /// (``OpenedBody``), so they need not resolve the URL again.
+    /// (``OpenedBody``), so they need not resolve the URL again; `glance` is told what the resolution found.
     public func opening(
-        _ url: ImageURL, interest: Interest? = nil, fileAbove: Int, reply: @escaping OpenedReply
+        _ url: ImageURL, interest: Interest? = nil, fileAbove: Int, glance: (CacheGlance) -> Void = { _ in },
+        reply: @escaping OpenedReply
     ) {
-        resolve(url, refresh: true, interest: interest) { [self] result in
+        resolve(url, refresh: true, interest: interest, glance: glance) { [self] result in
             let record: CacheRecord
             switch result {
             case .failure(let error):

@@ -122,11 +122,11 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
-            lists?.lookedUp(url, cached: repository.tiers.holds(url.cacheKey))
+            let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             if waitForSize {
-                lookupImageWhenKnown(url, interest: interest, reply: reply)
+                lookupImageWhenKnown(url, interest: interest, glance: glance, reply: reply)
             } else {
-                reply(lookupImage(url))
+                reply(lookupImage(url, glance: glance))
             }
         case .success(.generated(let file)):
             reply(
@@ -196,14 +196,10 @@ public final class ImageFilesystem: Sendable {
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
-            if let lists {
-                // Cheap for a cached image (every open asks); a miss asks the transfer for its size.
-                let cachedSize = repository.tiers.cachedSize(url.cacheKey)
-                lists.opened(
-                    url, cached: cachedSize != nil,
-                    size: cachedSize ?? repository.report(url).metadata?.size)
-            }
-            repository.opening(url, interest: interest, fileAbove: Self.preloadLimit) { [self] result in
+            repository.opening(
+                url, interest: interest, fileAbove: Self.preloadLimit,
+                glance: { [lists] in lists?.opened(url, cached: $0.cached, size: $0.size) }
+            ) { [self] result in
                 switch result {
                 case .success(let (found, body)):
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
@@ -289,8 +285,8 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Helpers
 
-    func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
-        switch repository.prepare(url) {
+    func lookupImage(_ url: ImageURL, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url, glance: glance) {
         case .failure(let error):
             return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
@@ -301,8 +297,10 @@ public final class ImageFilesystem: Sendable {
     }
 
     /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
-    private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
-        let now = repository.prepare(url, interest: interest) { [self] result in
+    private func lookupImageWhenKnown(
+        _ url: ImageURL, interest: Interest?, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
+    ) {
+        let now = repository.prepare(url, interest: interest, glance: glance) { [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
             case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))
