@@ -1,6 +1,7 @@
-/// What an open file of an image reads from, found by its open (``ImageRepository/opening(_:interest:fileAbove:reply:)``)
-/// and held by it, so that its reads need not ask where the URL is served from again: the transfer the open started or
-/// joined, the whole body, or a disk-cache entry.
+/// What an open file of an image reads from, found by its open
+/// (``ImageRepository/opening(_:interest:fileAbove:glance:reply:)``) and held by it, so that its reads need not ask
+/// where the URL is served from again: the transfer the open started or joined, the whole body, or a disk-cache
+/// entry.
 ///
 /// Guarantees: it is the source that answered the open, so its bytes are the ones of the size the open reported.
 public enum OpenedBody: Sendable {
