@@ -29,7 +29,7 @@ final class FuseOperations: @unchecked Sendable {
     var openDecision = OpenDecision()
     /// Whether the mount asked the kernel for passthrough.
     var passthroughRequested = false
-    /// Asks the kernel whether it still caches an inode's pages (set with ``passthrough``).
+    /// Asks the kernel whether it still caches an inode's pages (set with the passthrough backing of ``openDecision``).
     var pageCacheProbe: PageCacheProbe?
     /// Whether the mount lets the reads of a large image that is still arriving bypass the page cache
     /// (``ImageFilesystem/OpenFile/arrivingAlone``).
