@@ -76,8 +76,10 @@ public final class FuseMount {
             }
         }
         if operations.parallelLookupsRequested && passthrough.requested {
-            operations.passthrough = PassthroughOpens(
-                session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger)
+            operations.openDecision = OpenDecision(
+                backing: PassthroughBacking(
+                    session: FuseSessionPointer(raw: session), availability: passthrough, logger: logger))
+            operations.passthroughRequested = true
             operations.pageCacheProbe = PageCacheProbe(session: FuseSessionPointer(raw: session))
         }
         if !operations.parallelLookupsRequested {

@@ -26,9 +26,12 @@ final class FuseOperations: @unchecked Sendable {
     private let grantChecked = Atomic<Bool>(false)
     /// Puts an open's preload into the kernel's page cache of an inode (set once the session exists).
     var storeInKernel: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
-    /// How opens of images are answered: through the page cache or by passthrough (set once the session exists).
-    var passthrough: PassthroughOpens?
-    /// Asks the kernel whether it still caches an inode's pages (set with ``passthrough``).
+    /// How opens are answered: direct IO, through the page cache or by passthrough (its files registered once the
+    /// session exists).
+    var openDecision = OpenDecision()
+    /// Whether the mount asked the kernel for passthrough.
+    var passthroughRequested = false
+    /// Asks the kernel whether it still caches an inode's pages (set with the passthrough backing of ``openDecision``).
     var pageCacheProbe: PageCacheProbe?
     /// Whether the mount lets the reads of a large image that is still arriving bypass the page cache
     /// (``ImageFilesystem/OpenFile/arrivingAlone``).
@@ -38,7 +41,7 @@ final class FuseOperations: @unchecked Sendable {
     /// served by passthrough from the whole image (so no read needs the pages it did not leave), and the kernel lets
     /// direct_io files be mapped shared (Linux 6.6+), so programs that map images still can.
     var bypassesPageCacheWhileArriving: Bool {
-        directReadsWhileArriving && passthrough?.isUsable == true && imgfs_fuse_direct_io_mmap_granted()
+        directReadsWhileArriving && openDecision.passthroughIsUsable && imgfs_fuse_direct_io_mmap_granted()
     }
 
     init(filesystem: ImageFilesystem, logger: Logger) {
@@ -80,7 +83,7 @@ final class FuseOperations: @unchecked Sendable {
             // The kernel keeps the smaller of this and the device's read-ahead, which the mount has just set.
             if operations.maxReadAhead > 0 { conn!.pointee.max_readahead = operations.maxReadAhead }
             // The INIT answer turns passthrough on whenever the kernel offers it and it was asked for (CFuseShims).
-            if operations.passthrough != nil {
+            if operations.passthroughRequested {
                 operations.logger.notice(
                     imgfs_fuse_passthrough_offered()
                         ? "passthrough: the kernel reads images kept whole in memory by itself"
@@ -141,14 +144,21 @@ final class FuseOperations: @unchecked Sendable {
             let operations = context(req)
             let forWriting = (info!.pointee.flags & O_ACCMODE) != O_RDONLY
             let reply = OpenReply(
-                info: info!.pointee, inode: UInt64(inode), store: operations.storeInKernel,
-                passthrough: operations.passthrough, probe: operations.pageCacheProbe,
+                info: info!.pointee, inode: UInt64(inode), filesystem: operations.filesystem,
+                store: operations.storeInKernel,
+                decision: operations.openDecision, probe: operations.pageCacheProbe,
                 bypassWhileArriving: operations.bypassesPageCacheWhileArriving)
             let caller = Request.caller(req!)
             let (ticket, interest) = operations.track(req, inode: UInt64(inode))
             operations.filesystem.open(UInt64(inode), forWriting: forWriting, caller: caller, interest: interest) {
                 [pending = operations.pending] result in
-                guard let request = pending.finish(ticket) else { return }
+                guard let request = pending.finish(ticket) else {
+                    // Interrupted: the kernel never got this handle, so it sends no release for it.
+                    if case .success(let file) = result {
+                        operations.filesystem.release(UInt64(inode), handle: file.handle)
+                    }
+                    return
+                }
                 switch result {
                 case .success(let file): reply.send(request, file)
                 case .failure(let error): request.fail(error)
@@ -179,8 +189,10 @@ final class FuseOperations: @unchecked Sendable {
         }
         ops.release = { req, inode, info in
             let operations = context(req)
-            operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh)
-            if info!.pointee.fh == 0 { operations.passthrough?.end(UInt64(inode)) }  // images have handle 0
+            // Images and thumbnails were counted by passthrough's rules at their open; generated files were not.
+            if operations.filesystem.release(UInt64(inode), handle: info!.pointee.fh) {
+                operations.openDecision.end(UInt64(inode))
+            }
             Request(req!).succeed()
         }
         ops.unlink = { req, parent, name in
@@ -287,14 +299,15 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 }
 
 /// The answer to an open, kept until the file's size is known (the kernel's `fuse_file_info` lives only during the
-/// callback).
+/// callback): carries out what ``OpenDecision`` says.
 /// Unchecked `Sendable`: it holds a copy of the kernel's `fuse_file_info`, a plain C struct whose pointer-free fields
 /// are only read.
 private struct OpenReply: @unchecked Sendable {
     var info: fuse_file_info
     let inode: UInt64
+    let filesystem: ImageFilesystem
     let store: (@Sendable (UInt64, (bytes: ImageSlice, generation: UInt64)) -> Void)?
-    let passthrough: PassthroughOpens?
+    let decision: OpenDecision
     let probe: PageCacheProbe?
     /// ``FuseOperations/bypassesPageCacheWhileArriving`` when the open came.
     let bypassWhileArriving: Bool
@@ -304,13 +317,8 @@ private struct OpenReply: @unchecked Sendable {
         if let preload = file.preload { store?(inode, preload) }
         var info = info
         info.fh = file.handle
-        if file.directIO {
-            info.direct_io = 1
-            request.reply(open: info)
-            return
-        }
         // The first open of an image that is whole in a file: passthrough only if the kernel lost its pages.
-        if let probe, let passthrough, file.kernelReadable != nil, passthrough.choosesMode(inode) {
+        if let probe, decision.asksWhetherPagesAreCached(inode, file: file) {
             let opened = info
             let later = PendingReply(request)
             probe.firstPageCached(inode) { cached in
@@ -325,26 +333,21 @@ private struct OpenReply: @unchecked Sendable {
         _ request: consuming Request, _ info: fuse_file_info, _ file: ImageFilesystem.OpenFile, pagesCached: Bool
     ) {
         var info = info
-        if let passthrough,
-            case .passthrough(let backingId, let readsFromDaemon) = passthrough.begin(
-                inode, body: file.kernelReadable, pagesCached: pagesCached)
-        {
-            if readsFromDaemon { info.direct_io = 1 }
-            // An open the kernel did not get (interrupted) gets no release.
-            if request.reply(open: info, backingId: backingId) != 0 { passthrough.end(inode) }
-            return
-        }
-        if file.arrivingAlone && bypassWhileArriving {
-            // Each byte goes once from imgfs into the reader's buffer (the kernel's read-ahead does not apply). Counted
-            // as a page-cache open all the same: while it lives no open of the image asks for passthrough, which the
-            // kernel refuses next to a shared mapping of it.
+        var backingId: Int32?
+        switch decision.begin(inode, file: file, pagesCached: pagesCached, bypassWhileArriving: bypassWhileArriving) {
+        case .directIO:
             info.direct_io = 1
-        } else {
-            // Pages the kernel cached stay valid: an image's bytes do not change while its size and mtime do not, and
-            // a refresh with other bytes invalidates them explicitly.
+        case .pageCache:
             info.keep_cache = 1
+        case .passthrough(let id, let readsFromDaemon):
+            backingId = id
+            if readsFromDaemon { info.direct_io = 1 }
         }
-        if request.reply(open: info) != 0 { passthrough?.end(inode) }
+        // An open the kernel did not get (interrupted) gets no release: it ends here.
+        if request.reply(open: info, backingId: backingId) != 0 {
+            if !file.directIO { decision.end(inode) }
+            filesystem.release(inode, handle: file.handle)
+        }
     }
 }
 

@@ -71,9 +71,11 @@ struct ImageFilesystemTests {
         let size = ImageFilesystem.preloadLimit + 4096
         let inode = try lookupImage("http://127.0.0.1/large.png").get().attributes.inode
         let opens = Replies<Bool?>()
+        let handles = Replies<UInt64>()
         let open = {
             self.filesystem.open(inode, forWriting: false, caller: .root) {
                 opens.record((try? $0.get())?.arrivingAlone)
+                if let handle = (try? $0.get())?.handle { handles.record(handle) }
             }
         }
         open()
@@ -83,10 +85,10 @@ struct ImageFilesystemTests {
         half.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         open()  // next to the first one
         #expect(opens.all == [true, false])
-        filesystem.release(inode, handle: 0)
-        filesystem.release(inode, handle: 0)
+        filesystem.release(inode, handle: handles.all[0])
+        filesystem.release(inode, handle: handles.all[1])
         open()  // alone again, still arriving
-        filesystem.release(inode, handle: 0)
+        filesystem.release(inode, handle: handles.all[2])
         let rest = [UInt8](repeating: 8, count: size - half.count)
         rest.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
         open()  // every byte has arrived (the transfer has not reported its end yet)

@@ -81,4 +81,22 @@ struct DirectColdReadTests {
             #expect(Fixtures.digest(reread.result) == Fixtures.digest(.success(image)))
         }
     }
+    @Test("hundreds of small reads of an image still arriving join its transfer no more often than it was opened")
+    func readsAreNoCallers() throws {
+        let image = try Fixtures.largeJPEG()
+        try withMountedOrigin { origin, mount in
+            origin.route("/slow.jpg", Self.slowly(image, seconds: 1))
+            let path = mount.path(origin.baseURL + "/slow.jpg")
+            let opens = 2
+            let descriptors = (0..<opens).map { _ in open(path, O_RDONLY | O_CLOEXEC) }
+            defer { descriptors.forEach { close($0) } }
+            try #require(descriptors.allSatisfy { $0 >= 0 }, "open: \(Errno(errno))")
+            #expect(
+                Fixtures.digest(PosixFile.readAll(descriptors[0], readSize: 4096)) == Fixtures.digest(.success(image)))
+            let statistics = mount.statistics()
+            let joined = try #require(statistics["repository.counters.joined"], "\(statistics)")
+            #expect(joined <= Double(opens), "a read is no new caller of the transfer: \(statistics)")
+            #expect(origin.requestCount("/slow.jpg") == 1)
+        }
+    }
 }

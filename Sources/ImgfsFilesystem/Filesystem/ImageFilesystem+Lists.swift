@@ -71,12 +71,6 @@ extension ImageFilesystem {
         }
     }
 
-    /// How many file handles are open on `url`'s inode (0 when the kernel holds none).
-    func openHandleCount(_ url: ImageURL) -> Int {
-        guard let inode = inodes.existingInode(.image(url)) else { return 0 }
-        return openHandles.withLock { $0[inode] ?? 0 }
-    }
-
     /// A readdir inode number for a name the kernel has not looked up (d_ino is informational).
     static func nameInode(_ name: String) -> UInt64 {
         UInt64(truncatingIfNeeded: name.hashValue) | 1 << 63

@@ -30,11 +30,6 @@ extension ImageFilesystem {
         guard let placeholder else { return nil }
         placeholder.markServed()
         logger.info("serving the placeholder", metadata: ["url": "\(url)", "error": "\(error)"])
-        let handle = generatedFiles.withLock { files in
-            defer { files.next += 1 }
-            files.open[files.next] = placeholder.bytes
-            return files.next
-        }
-        return OpenFile(handle: handle, directIO: true)
+        return OpenFile(handle: handles.open(.bytes(placeholder.bytes)).handle, directIO: true)
     }
 }

@@ -69,10 +69,9 @@ public final class ImageFilesystem: Sendable {
     let inodes = InodeTable()
     let startTime = Date()
     let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
-    let generatedFiles = Locked<(next: UInt64, open: [UInt64: ImageBytes])>((1, [:]))
+    /// The open files: images and generated files, by handle; the one count of open handles per image.
+    let handles = HandleTable()
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
-    /// Open handles per image inode.
-    let openHandles = Locked<[UInt64: Int]>([:])
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
@@ -95,8 +94,8 @@ public final class ImageFilesystem: Sendable {
         self.logger = logger
         repository.onContentChanged { [weak self] url in self?.contentChanged(url) }
         variants?.onReplaced { [weak self] size, url in self?.invalidateVariant(size, url) }
-        lists?.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
-        repository.onOpenHandles { [weak self] url in self?.openHandleCount(url) ?? 0 }
+        lists?.onOpenHandles { [weak self] url in self?.handles.opens(url) ?? 0 }
+        repository.onOpenHandles { [weak self] url in self?.handles.opens(url) ?? 0 }
     }
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
@@ -125,11 +124,11 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
-            lists?.lookedUp(url, cached: repository.tiers.holds(url.cacheKey))
+            let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             if waitForSize {
-                lookupImageWhenKnown(url, interest: interest, reply: reply)
+                lookupImageWhenKnown(url, interest: interest, glance: glance, reply: reply)
             } else {
-                reply(lookupImage(url))
+                reply(lookupImage(url, glance: glance))
             }
         case .success(.generated(let file)):
             reply(
@@ -199,42 +198,32 @@ public final class ImageFilesystem: Sendable {
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
-            if let lists {
-                // Cheap for a cached image (every open asks); a miss asks the transfer for its size.
-                let cachedSize = repository.tiers.cachedSize(url.cacheKey)
-                lists.opened(
-                    url, cached: cachedSize != nil,
-                    size: cachedSize ?? repository.report(url).metadata?.size)
-            }
-            repository.opening(url, interest: interest, fileAbove: Self.preloadLimit) { [self] result in
-                var opens = 0
+            repository.opening(
+                url, interest: interest, fileAbove: Self.preloadLimit,
+                glance: { [lists] in lists?.opened(url, cached: $0.cached, size: $0.size) }
+            ) { [self] result in
                 switch result {
-                case .success:
-                    opens = openHandles.withLock { counts in
-                        counts[inode, default: 0] += 1
-                        return counts[inode]!
-                    }
+                case .success(let (found, body)):
+                    let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
+                    let size = found.metadata.size
+                    reply(
+                        .success(
+                            OpenFile(
+                                handle: handle, directIO: false, preload: preload(inode, size: size, body: found.body),
+                                kernelReadable: size > Self.preloadLimit
+                                    ? found.file ?? KernelReadableBody(found.body, size: size) : nil,
+                                arrivingAlone: found.arriving && size > Self.preloadLimit && opens == 1)))
                 case .failure(let error):
-                    if let file = openPlaceholder(url, error: error.filesystemError) { return reply(.success(file)) }
+                    reply(
+                        openPlaceholder(url, error: error.filesystemError).map { .success($0) }
+                            ?? .failure(error.filesystemError))
                 }
-                reply(
-                    result.map { found in
-                        let size = found.metadata.size
-                        return OpenFile(
-                            handle: 0, directIO: false, preload: preload(inode, size: size, body: found.body),
-                            kernelReadable: size > Self.preloadLimit
-                                ? found.file ?? KernelReadableBody(found.body, size: size) : nil,
-                            arrivingAlone: found.arriving && size > Self.preloadLimit && opens == 1)
-                    }.mapError { $0.filesystemError })
             }
         case .generated(let file):
-            let snapshot = ImageBytes(copying: content(of: file))
-            let handle = generatedFiles.withLock { files in
-                defer { files.next += 1 }
-                files.open[files.next] = snapshot
-                return files.next
-            }
-            reply(.success(OpenFile(handle: handle, directIO: true)))
+            reply(
+                .success(
+                    OpenFile(
+                        handle: handles.open(.bytes(ImageBytes(copying: content(of: file)))).handle, directIO: true)))
         case .thumbnail(.image(let size, let url)):
             openVariant(size, url, reply: reply)
         default:
@@ -248,15 +237,18 @@ public final class ImageFilesystem: Sendable {
         reply: @escaping ReadReply
     ) {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
-        switch node {
-        case .image where handle != 0, .generated:
-            guard let bytes = generatedFiles.withLock({ $0.open[handle] }) else { return reply(.failure(.stale)) }
+        switch (node, handles[handle]) {
+        case (.image, .image(let image)?):
+            image.read(offset: offset, count: count, interest: interest) { reply($0.mapError(\.filesystemError)) }
+        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?):
             reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
-        case .image(let url):
+        case (.generated, _):
+            reply(.failure(.stale))
+        case (.image(let url), _):
             repository.read(url, offset: offset, count: count, interest: interest) { result in
                 reply(result.mapError { $0.filesystemError })
             }
-        case .thumbnail(.image(let size, let url)):
+        case (.thumbnail(.image(let size, let url)), _):
             readVariant(size, url, offset: offset, count: count, reply: reply)
         default:
             reply(.failure(.isADirectory))
@@ -266,7 +258,7 @@ public final class ImageFilesystem: Sendable {
     /// A request about `inode` was interrupted (its interest withdrawn): the transfer may be called off.
     public func interrupted(_ inode: UInt64) {
         guard case .image(let url)? = inodes.node(inode) else { return }
-        repository.readerGaveUp(url, openHandles: openHandles.withLock { $0[inode] ?? 0 })
+        repository.readerGaveUp(url, openHandles: handles.opens(url))
     }
 
     /// A lookup of `name` in `parent` was interrupted while it waited: like ``interrupted(_:)`` for its image.
@@ -274,29 +266,29 @@ public final class ImageFilesystem: Sendable {
         guard let directory = inodes.node(parent), case .success(.image(let url)) = resolve(name, in: directory) else {
             return
         }
-        let inode = inodes.existingInode(.image(url))
-        repository.readerGaveUp(url, openHandles: inode.map { inode in openHandles.withLock { $0[inode] ?? 0 } } ?? 0)
+        repository.readerGaveUp(url, openHandles: handles.opens(url))
     }
 
-    /// The file `inode` opened with `handle` was closed; when it was an image's last open handle, its transfer may be
-    /// called off.
-    public func release(_ inode: UInt64, handle: UInt64) {
-        if handle != 0 {
-            _ = generatedFiles.withLock { $0.open.removeValue(forKey: handle) }
-            return
+    /// The file `inode` opened with `handle` was closed (or its open never reached the kernel); when it was an
+    /// image's last open handle, its transfer may be called off. True when the file was an image or a thumbnail (read
+    /// through the page cache or by passthrough), false for a generated file's snapshot (read with direct IO).
+    @discardableResult
+    public func release(_ inode: UInt64, handle: UInt64) -> Bool {
+        switch handles.release(handle) {
+        case (.image(let image), let left)?:
+            if left == 0 { repository.readerGaveUp(image.url, openHandles: 0) }
+            return true
+        case (.bytes, _)?:
+            return false
+        case nil:
+            return handle == 0  // thumbnails
         }
-        let left = openHandles.withLock { counts -> Int in
-            let left = max(0, (counts[inode] ?? 0) - 1)
-            counts[inode] = left == 0 ? nil : left
-            return left
-        }
-        if left == 0, case .image(let url)? = inodes.node(inode) { repository.readerGaveUp(url, openHandles: 0) }
     }
 
     // MARK: - Helpers
 
-    func lookupImage(_ url: ImageURL) -> Result<Entry, FilesystemError> {
-        switch repository.prepare(url) {
+    func lookupImage(_ url: ImageURL, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url, glance: glance) {
         case .failure(let error):
             return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
@@ -307,8 +299,10 @@ public final class ImageFilesystem: Sendable {
     }
 
     /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
-    private func lookupImageWhenKnown(_ url: ImageURL, interest: Interest?, reply: @escaping EntryReply) {
-        let now = repository.prepare(url, interest: interest) { [self] result in
+    private func lookupImageWhenKnown(
+        _ url: ImageURL, interest: Interest?, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
+    ) {
+        let now = repository.prepare(url, interest: interest, glance: glance) { [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
             case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))

@@ -74,10 +74,9 @@ extension ImageRepository {
         _ url: ImageURL, _ record: CacheRecord, offset: Int, count: Int,
         reply: @escaping @Sendable (Result<ImageSlice, FetchError>) -> Void
     ) {
-        guard let slice = tiers.readFromDisk(record, of: url, offset: offset, count: count) else {
+        guard let slice = readOpened(record, of: url, offset: offset, count: count) else {
             return read(url, offset: offset, count: count, reply: reply)
         }
-        state.withLock { $0.counters.diskHits += 1 }
         reply(.success(slice))
     }
 

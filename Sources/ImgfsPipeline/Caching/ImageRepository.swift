@@ -88,16 +88,19 @@ public final class ImageRepository: Sendable {
 
     /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
     /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
-    /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller.
+    /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller;
+    /// `glance` is told what it found.
     public func prepare(
         _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
-        whenKnown: Download.MetadataReply? = nil
+        glance: (CacheGlance) -> Void = { _ in }, whenKnown: Download.MetadataReply? = nil
     ) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        switch resolveNow(url, refresh: true, interest: interest, priority: priority) {
+        let resolution = resolveNow(url, refresh: true, interest: interest, priority: priority)
+        glance(resolution.glance)
+        switch resolution {
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -156,9 +159,14 @@ public final class ImageRepository: Sendable {
 
     /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
     /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
-    /// once, without locks held.
-    func resolve(_ url: ImageURL, refresh: Bool, interest: Interest? = nil, reply: @escaping SourceReply) {
-        switch resolveNow(url, refresh: refresh, interest: interest) {
+    /// once, without locks held; `glance`, before that, with what the resolution found.
+    func resolve(
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, glance: (CacheGlance) -> Void = { _ in },
+        reply: @escaping SourceReply
+    ) {
+        let resolution = resolveNow(url, refresh: refresh, interest: interest)
+        glance(resolution.glance)
+        switch resolution {
         case .ready(let result): reply(result)
         case .revalidating(let download, let fallback): waitForRevalidation(download, fallback: fallback, reply: reply)
         }
