@@ -7,20 +7,25 @@ them through imgfs, httpdirfs and rclone mount with one reader (a Python thread 
 conditions (benchkit/variants.py: veth, back-to-back, icons, harness, https-h2), prints a Markdown table per variant
 and the targets table, and writes them, with versions and the exact commands, to a results file. The pieces are in
 benchkit/: settings, processes (what a run owns), corpus, origin (nginx and the delay line), netns, tls, reader,
-systems, limits, workloads, variants, report and targets.
+systems, limits, workloads, variants, report and targets; with --before REV, before (REV's build beside the current
+one) and compare (the before/after table).
 
 Network: every byte goes to 127.0.0.1 or to the run's own network namespace over its veth pair (nginx, and the delay
 line in front of it). Nothing else is contacted.
 """
 import argparse
+import json
 import os
 import signal
 import sys
 import time
 
+from benchkit.before import build as build_before
+from benchkit.compare import before_after_rows, before_after_table
 from benchkit.processes import BenchFailure, log
-from benchkit.report import report, write_results
-from benchkit.shared_tier import run_shared_tier
+from benchkit.report import before_after, report, write_results
+from benchkit.shared_tier import SHARED_TIER_WORKLOADS, run_shared_tier
+from benchkit.targets import fmt
 from benchkit.workloads import Bench
 
 
@@ -44,6 +49,9 @@ def main():
                         help="only the shared-tier rows (--shared-cache on a private redis-server; benchkit/shared_tier)")
     parser.add_argument("--lists", action="store_true",
                         help="only the list rows: ls of a 10,000-entry list, the stepping viewer (read-ahead 0 and 8)")
+    parser.add_argument("--before", metavar="REV",
+                        help="also measure imgfs built at git revision REV (release, cached under the results' work/), "
+                             "as imgfs@<commit> beside imgfs in every row, and print a before/after table")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, caches)")
     parser.add_argument("--thumbnails", action="store_true",
                         help="run only the thumbnail rows (thumb/256/ vs vipsthumbnail and Pillow)")
@@ -60,24 +68,34 @@ def main():
     if args.keep_work:
         open(os.path.join(args.workdir, "keep"), "w").close()
     try:
+        if args.before:
+            repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            args.before_imgfs, args.before_commit = build_before(args.before, repository, args.results)
         if args.thumbnails:
             return run_thumbnail_rows(bench, args)
         if args.shared_tier:
-            table = run_shared_tier(bench)
-            print(table)
+            table, results = run_shared_tier(bench)
             os.makedirs(args.results, exist_ok=True)
             path = os.path.join(args.results, time.strftime("shared-tier-%Y-%m-%d-%H%M.md"))
+            if args.before:
+                table += "\n\n## Before and after\n\n" + compared_table(
+                    args, path, [("shared-tier", results, SHARED_TIER_WORKLOADS)])
+            print(table)
             with open(path, "w") as f:
                 f.write(table + "\n")
             print(f"\nresults: {path}")
             return 0
         bench.run()
         tables, targets = report(bench)
-        path = write_results(bench, tables, targets)
+        compared = before_after(bench)
+        path = write_results(bench, tables, targets, compared)
         print(tables)
         print()
         print("imgfs targets (met only when met in every variant that measures the row):\n")
         print(targets)
+        if compared:
+            print()
+            print(compared[1])
         print(f"\nresults: {path}")
         return 0
     except BenchFailure as error:
@@ -95,19 +113,34 @@ def main():
 
 
 def run_thumbnail_rows(bench, args):
-    """The thumbnail rows on their own (benchkit/thumbnails.py); prints and writes their table."""
+    """The thumbnail rows on their own (benchkit/thumbnails.py); prints and writes their table (with --before, and
+    the before/after table, also as .json)."""
     import datetime
     from benchkit.systems import Imgfs
-    from benchkit.thumbnails import run_thumbnails
+    from benchkit.thumbnails import THUMBNAIL_WORKLOADS, run_thumbnails
     bench.setup()
-    text = run_thumbnails(bench, Imgfs(bench, args.imgfs))
+    imgfs = Imgfs(bench, args.imgfs)
+    text, results = run_thumbnails(bench, [imgfs, *bench.before_twins(imgfs)])
     os.makedirs(args.results, exist_ok=True)
     path = os.path.join(args.results, f"{datetime.datetime.now():%Y-%m-%d-%H%M}-thumbnails.md")
+    if args.before:
+        text += "\n\n## Before and after\n\n" + compared_table(
+            args, path, [("thumbnails", results, THUMBNAIL_WORKLOADS)])
     with open(path, "w") as f:
         f.write(f"# imgfs thumbnail benchmark\n\n{text}\n")
     print(text)
     print(f"\nresults: {path}")
     return 0
+
+
+def compared_table(args, path, sections):
+    """The before/after table of a run of its own (thumbnails, shared tier: benchkit/compare.py); its rows also go to
+    path's .json."""
+    before = f"imgfs@{args.before_commit}"
+    rows = before_after_rows(sections, before)
+    with open(path[:-3] + ".json", "w") as f:
+        json.dump({"before-after": rows}, f)
+    return before_after_table(rows, before, fmt)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import time
 
 from .processes import BenchFailure, log
 from .systems import Imgfs
+from .before import grouped
 
 LIST_ENTRIES = 10_000
 VIEWER_ENTRIES = 500
@@ -52,11 +53,17 @@ class ReadAheadImgfs(Imgfs):
         return super().command(origin_url, mountpoint, cache) + ["--tune", f"read-ahead={self.read_ahead}"]
 
 
+def _systems(bench, read_ahead, rep):
+    """imgfs with that read-ahead, and its --before build (benchkit/before.py), in this repetition's order."""
+    system = ReadAheadImgfs(bench, bench.args.imgfs, read_ahead)
+    return grouped([system, *bench.before_twins(system)], rep)[0]
+
+
 def _add_list(bench, mount, name, urls):
     path = os.path.join(bench.work, f"{name}.txt")
     with open(path, "w") as f:
         f.write("\n".join(urls) + "\n")
-    result = subprocess.run([bench.args.imgfs, "list", "add", "--no-probe", mount.mountpoint, name, path],
+    result = subprocess.run([mount.system.binary, "list", "add", "--no-probe", mount.mountpoint, name, path],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if result.returncode != 0:
         raise BenchFailure(f"imgfs list add: {result.stdout.decode(errors='replace').strip()}")
@@ -76,7 +83,7 @@ def _urls(origin_url, rels, count):
     return [f"{origin_url}/{rels[i % len(rels)]}?n={i}" for i in range(count)]
 
 
-def run_list_listing(bench):
+def run_list_listing(bench, system):
     urls = _urls(bench.origin.url, bench.small, LIST_ENTRIES)
     names = [f"{i + 1:05d}-{os.path.basename(u.split('?')[0])}" for i, u in enumerate(urls)]
     floor = os.path.join(bench.scratch, "list-floor")
@@ -85,7 +92,6 @@ def run_list_listing(bench):
         open(os.path.join(floor, name), "w").close()
     bench.record("limit", "list-ls", _time(["ls", floor])[0] * 1000, "ms (tmpfs)")
     bench.record("limit", "list-ls-l", _time(["ls", "-l", floor])[0] * 1000, "ms (tmpfs)")
-    system = ReadAheadImgfs(bench, bench.args.imgfs, 0)
     mount = system.mount(bench.origin.url)
     try:
         directory = _add_list(bench, mount, "big", urls)
@@ -93,20 +99,20 @@ def run_list_listing(bench):
         elapsed, count = _time(["ls", directory])
         if count != LIST_ENTRIES:
             raise BenchFailure(f"ls of the list printed {count} names")
-        bench.record("imgfs", "list-ls", elapsed * 1000, "ms")
-        bench.record("imgfs", "list-ls-gets", len(bench.origin.requests_since(offset)), "GETs")
+        bench.record(system.name, "list-ls", elapsed * 1000, "ms")
+        bench.record(system.name, "list-ls-gets", len(bench.origin.requests_since(offset)), "GETs")
         warm = os.path.join(bench.work, "big.txt")
-        subprocess.run([bench.args.imgfs, "prefetch", "--quiet", "--concurrency", "32", mount.mountpoint, warm],
+        subprocess.run([system.binary, "prefetch", "--quiet", "--concurrency", "32", mount.mountpoint, warm],
                        stdout=subprocess.DEVNULL, check=True)
         _time(["ls", "-l", directory])  # the first pass fills the kernel's attribute cache
-        bench.record("imgfs", "list-ls-l", _time(["ls", "-l", directory])[0] * 1000, "ms")
+        bench.record(system.name, "list-ls-l", _time(["ls", "-l", directory])[0] * 1000, "ms")
     finally:
         mount.unmount()
 
 
-def run_viewer(bench, origin_url, suffix):
-    for k in (0, 8):
-        system = ReadAheadImgfs(bench, bench.args.imgfs, k)
+def run_viewer(bench, origin_url, suffix, rep):
+    for system in (s for k in (0, 8) for s in _systems(bench, k, rep)):
+        k = system.read_ahead
         mount = system.mount(origin_url)
         try:
             directory = _add_list(bench, mount, "viewer", _urls(origin_url, bench.small, VIEWER_ENTRIES))
@@ -124,11 +130,11 @@ def run_viewer(bench, origin_url, suffix):
                         pass
             time.sleep(1)  # let read-ahead still under way reach the origin's log
             gets = len(bench.origin.requests_since(offset))
-            bench.record("imgfs", f"viewer{suffix}-ra{k}", sum(waits) / len(waits) * 1000, "ms per image")
+            bench.record(system.name, f"viewer{suffix}-ra{k}", sum(waits) / len(waits) * 1000, "ms per image")
             late = [w * 1000 for w in waits[2:]]
-            bench.record("imgfs", f"viewer{suffix}-ra{k}-p50", statistics.median(late), "ms")
-            bench.record("imgfs", f"viewer{suffix}-ra{k}-p90", _percentile(late, 0.9), "ms")
-            bench.record("imgfs", f"viewer{suffix}-ra{k}-gets", gets, "GETs")
+            bench.record(system.name, f"viewer{suffix}-ra{k}-p50", statistics.median(late), "ms")
+            bench.record(system.name, f"viewer{suffix}-ra{k}-p90", _percentile(late, 0.9), "ms")
+            bench.record(system.name, f"viewer{suffix}-ra{k}-gets", gets, "GETs")
         finally:
             mount.unmount()
 
@@ -161,9 +167,11 @@ def list_targets(med, fmt):
     return rows
 
 
-def run_lists(bench):
+def run_lists(bench, rep):
+    """The list rows of repetition rep (0, 1, …): imgfs's and its --before build's, each row back to back."""
     log("list rows: ls of a 10,000-entry list, the stepping viewer")
-    run_list_listing(bench)
-    run_viewer(bench, bench.origin.url, "")
+    for system in _systems(bench, 0, rep):
+        run_list_listing(bench, system)
+    run_viewer(bench, bench.origin.url, "", rep)
     if bench.delay:
-        run_viewer(bench, bench.delay.url, "@20ms")
+        run_viewer(bench, bench.delay.url, "@20ms", rep)

@@ -11,6 +11,7 @@ from .settings import DEDUP_READERS, LARGE_READERS, SMALL_READERS, THROTTLE_RATE
 from .limits import DOWNLOAD_THEN_READ, LIMIT
 from .lists import LIST_WORKLOADS
 from .processes import run_out
+from .compare import before_after_rows, before_after_table
 from .targets import fmt, target_table
 from .variants import LOOPBACK
 
@@ -135,12 +136,26 @@ def ratio_table(results, systems):
     return "\n".join(lines)
 
 
+def described(bench):
+    """[(name, description, Results, systems, corpus text)] of loopback and every variant run."""
+    if bench.variants:
+        return bench.variants.described()
+    return [(LOOPBACK[0], LOOPBACK[1], bench.results, bench.systems, bench.corpus_text)]
+
+
+def before_after(bench):
+    """With --before: (the before/after rows of every variant, their Markdown table; benchkit/compare.py); else
+    None."""
+    if not bench.args.before:
+        return None
+    before = f"imgfs@{bench.args.before_commit}"
+    rows = before_after_rows([(name, results, WORKLOADS) for name, _, results, _, _ in described(bench)], before)
+    return rows, before_after_table(rows, before, fmt)
+
+
 def report(bench):
     """(the tables of every variant, as Markdown with a heading each; the targets table)."""
-    if bench.variants:
-        variants = bench.variants.described()
-    else:
-        variants = [(LOOPBACK[0], LOOPBACK[1], bench.results, bench.systems, bench.corpus_text)]
+    variants = described(bench)
     sections = []
     for name, description, results, systems, corpus in variants:
         sections += [f"### Variant {name}", "", f"{description}.", "", f"Corpus: {corpus}.", "",
@@ -167,6 +182,9 @@ def versions(bench):
     imgfs_commit = run_out(["git", "-C", repository, "describe", "--always", "--dirty"])
     items = [
         ("imgfs", f"{run_out([bench.args.imgfs, '--version'])} (git {imgfs_commit}, release build)"),
+    ] + ([(f"imgfs@{bench.args.before_commit}", f"{run_out([bench.args.before_imgfs, '--version'])} (git "
+                                                f"{bench.args.before_commit}, release build of --before "
+                                                f"{bench.args.before})")] if bench.args.before else []) + [
         ("httpdirfs", run_out(["dpkg-query", "-W", "-f=${Version}", "httpdirfs"])),
         ("rclone", run_out(["rclone", "version"]).splitlines()[0] if run_out(["rclone", "version"]) else "?"),
         ("nginx", subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()),
@@ -180,7 +198,7 @@ def versions(bench):
     return "\n".join(f"- {k}: {v}" for k, v in items)
 
 
-def write_results(bench, tables, targets):
+def write_results(bench, tables, targets, compared=None):
     load = bench.load_before
     started = datetime.datetime.fromtimestamp(bench.started)
     quiet = "quiet" if load[0] < 0.5 else f"**not quiet** (1-minute load {load[0]:.2f} ≥ 0.5)"
@@ -194,6 +212,7 @@ def write_results(bench, tables, targets):
             f"user-space processes used during each repetition: {', '.join(f'{x:.1f}' for x in bench.foreign)}.", "",
             "imgfs targets (a target is met only when it holds in every variant that measures it; rows without a "
             "goal are floors measured in the same run):", "", targets, "", tables, "",
+            *(["## Before and after", "", compared[1], ""] if compared else []),
             "## Versions", "", versions(bench), "", "## Commands", ""]
     for name, command in bench.commands.items():
         text.append(f"- {name}: `{command}`")
@@ -216,6 +235,8 @@ def write_results(bench, tables, targets):
     if bench.variants:
         values = {f"{name}|{s}|{w}": v for name, _, results, _, _ in bench.variants.described()
                   for (s, w), v in results.values.items()}
+    if compared:
+        values["before-after"] = compared[0]  # [{variant, key, label, unit, better, before, after, verdict}]
     with open(os.path.join(bench.work, "results.json"), "w") as f:
         json.dump(values, f)
     shutil.copyfile(os.path.join(bench.work, "results.json"), path[:-3] + ".json")

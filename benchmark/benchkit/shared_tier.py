@@ -13,6 +13,7 @@ from .settings import LARGE_READERS, MB, SMALL_READERS
 from .processes import BenchFailure, drop_caches, free_port, log
 from .origin import wait_for_port
 from .reader import Buffers, imgfs_stats, read_all
+from .results import Results
 from .systems import Imgfs
 
 
@@ -67,52 +68,53 @@ def _origin_gets(bench, offset, rels):
     return sum(1 for method, path, *_ in bench.origin.requests_since(offset) if method == "GET" and path in wanted)
 
 
-def second_mount_rows(bench, redis, plain, shared):
-    """For cold-small and cold-large: a fresh mount B reads what mount A fetched, from the shared tier; a plain mount
-    reads the same from the origin; B remounted on its own cache reads it from its own disk."""
-    rows = []
-    for workload, rels, buffers, threads, unit in (
-            ("cold-small", bench.small, bench.small_buffers, SMALL_READERS, "files"),
-            ("cold-large", bench.large, bench.large_buffers, LARGE_READERS, "bytes")):
-        redis.flush()
-        a = shared.mount(bench.origin.url)
-        try:
-            _read(bench, a, rels, buffers, threads)
-            deadline = time.monotonic() + 60
-            while (imgfs_stats(a.mountpoint) or {}).get("repository", {}).get("shared_tier", {}).get(
-                    "published", 0) < len(rels) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        finally:
-            a.unmount()
-        origin_mount = plain.mount(bench.origin.url)
-        try:
-            drop_caches()
-            from_origin = _rate(bench, rels, _read(bench, origin_mount, rels, buffers, threads), unit)
-        finally:
-            origin_mount.unmount()
-        b = shared.mount(bench.origin.url)
-        offset = bench.origin.log_offset()
-        try:
-            drop_caches()
-            from_shared = _rate(bench, rels, _read(bench, b, rels, buffers, threads), unit)
-            gets = _origin_gets(bench, offset, rels)
-            deadline = time.monotonic() + 60
-            while (imgfs_stats(b.mountpoint) or {}).get("repository", {}).get("disk_entries", 0) < len(rels) \
-                    and time.monotonic() < deadline:
-                time.sleep(0.05)
-        finally:
-            b.unmount()
-        b_again = shared.mount(bench.origin.url, cache=b.cache)
-        try:
-            drop_caches()
-            from_disk = _rate(bench, rels, _read(bench, b_again, rels, buffers, threads), unit)
-        finally:
-            b_again.unmount()
-        label = "files/s" if unit == "files" else "MB/s"
-        log(f"shared tier {workload}: origin {from_origin:.1f}, shared tier {from_shared:.1f} ({gets} origin GETs), "
-            f"own disk {from_disk:.1f} {label}")
-        rows.append((f"second mount, {workload} ({label})", from_origin, from_shared, from_disk, gets))
-    return rows
+def second_mount_workloads(bench):
+    """(workload, rels, buffers, readers, unit) of the two second-mount rows."""
+    return [("cold-small", bench.small, bench.small_buffers, SMALL_READERS, "files"),
+            ("cold-large", bench.large, bench.large_buffers, LARGE_READERS, "bytes")]
+
+
+def second_mount_row(bench, redis, plain, shared, workload, rels, buffers, threads, unit):
+    """A fresh mount B reads what mount A fetched, from the shared tier; a plain mount reads the same from the origin;
+    B remounted on its own cache reads it from its own disk."""
+    redis.flush()
+    a = shared.mount(bench.origin.url)
+    try:
+        _read(bench, a, rels, buffers, threads)
+        deadline = time.monotonic() + 60
+        while (imgfs_stats(a.mountpoint) or {}).get("repository", {}).get("shared_tier", {}).get(
+                "published", 0) < len(rels) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        a.unmount()
+    origin_mount = plain.mount(bench.origin.url)
+    try:
+        drop_caches()
+        from_origin = _rate(bench, rels, _read(bench, origin_mount, rels, buffers, threads), unit)
+    finally:
+        origin_mount.unmount()
+    b = shared.mount(bench.origin.url)
+    offset = bench.origin.log_offset()
+    try:
+        drop_caches()
+        from_shared = _rate(bench, rels, _read(bench, b, rels, buffers, threads), unit)
+        gets = _origin_gets(bench, offset, rels)
+        deadline = time.monotonic() + 60
+        while (imgfs_stats(b.mountpoint) or {}).get("repository", {}).get("disk_entries", 0) < len(rels) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        b.unmount()
+    b_again = shared.mount(bench.origin.url, cache=b.cache)
+    try:
+        drop_caches()
+        from_disk = _rate(bench, rels, _read(bench, b_again, rels, buffers, threads), unit)
+    finally:
+        b_again.unmount()
+    label = "files/s" if unit == "files" else "MB/s"
+    log(f"shared tier {plain.name} {workload}: origin {from_origin:.1f}, shared tier {from_shared:.1f} ({gets} "
+        f"origin GETs), own disk {from_disk:.1f} {label}")
+    return f"second mount, {workload} ({label})", from_origin, from_shared, from_disk, gets
 
 
 def fleet_gets(bench, redis, shared, mounts=4):
@@ -152,18 +154,42 @@ def fleet_gets(bench, redis, shared, mounts=4):
 
 
 def run_shared_tier(bench):
-    """Runs the shared-tier rows; returns them as a Markdown table."""
+    """Runs the shared-tier rows of imgfs and, with --before, of its before build (benchkit/before.py: each row of
+    both back to back); returns (them as a Markdown table, the same as Results for the before/after table)."""
     bench.setup()
     redis = Redis(bench)
     plain = Imgfs(bench, bench.args.imgfs)
     shared = SharedImgfs(bench, bench.args.imgfs, redis.url)
-    rows = second_mount_rows(bench, redis, plain, shared)
-    gets, elapsed = fleet_gets(bench, redis, shared)
-    lines = ["| row | from the origin | from the shared tier | from its own disk | origin GETs (shared) |",
-             "|---|---:|---:|---:|---:|"]
-    for name, origin, shared_rate, disk, row_gets in rows:
-        lines.append(f"| {name} | {origin:.1f} | {shared_rate:.1f} | {disk:.1f} | {row_gets} |")
+    builds = [(plain, shared)] + list(zip(bench.before_twins(plain), bench.before_twins(shared)))
+    results = Results()
+    lines = ["| imgfs | row | from the origin | from the shared tier | from its own disk | origin GETs (shared) |",
+             "|---|---|---:|---:|---:|---:|"]
+    for spec in second_mount_workloads(bench):
+        for build_plain, build_shared in builds:
+            name, origin, shared_rate, disk, row_gets = second_mount_row(bench, redis, build_plain, build_shared,
+                                                                         *spec)
+            lines.append(f"| {build_plain.name} | {name} | {origin:.1f} | {shared_rate:.1f} | {disk:.1f} "
+                         f"| {row_gets} |")
+            for key, value in (("origin", origin), ("shared", shared_rate), ("disk", disk), ("gets", row_gets)):
+                results.add(build_plain.name, f"{spec[0]}-{key}", value)
     lines.append("")
-    lines.append(f"4 mounts x {SMALL_READERS} readers of the same {len(bench.small)} icons: **{gets} origin GETs** "
-                 f"(target {len(bench.small)}), {elapsed:.2f} s")
-    return "\n".join(lines)
+    for build_plain, build_shared in builds:
+        gets, elapsed = fleet_gets(bench, redis, build_shared)
+        results.add(build_plain.name, "fleet-gets", gets)
+        results.add(build_plain.name, "fleet-time", elapsed)
+        lines.append(f"{build_plain.name}: 4 mounts x {SMALL_READERS} readers of the same {len(bench.small)} icons: "
+                     f"**{gets} origin GETs** (target {len(bench.small)}), {elapsed:.2f} s")
+    return "\n".join(lines), results
+
+
+# (key, label, unit, better) of the rows above, for the before/after table (benchkit/compare.py).
+SHARED_TIER_WORKLOADS = [
+    row for workload, unit in (("cold-small", "files/s"), ("cold-large", "MB/s")) for row in [
+        (f"{workload}-origin", f"second mount, {workload}: from the origin", unit, "higher"),
+        (f"{workload}-shared", f"second mount, {workload}: from the shared tier", unit, "higher"),
+        (f"{workload}-disk", f"second mount, {workload}: from its own disk", unit, "higher"),
+        (f"{workload}-gets", f"second mount, {workload}: origin GETs", "GETs", "lower")]
+] + [
+    ("fleet-gets", "4 mounts x 16 readers of the same icons: origin GETs", "GETs", "lower"),
+    ("fleet-time", "4 mounts x 16 readers of the same icons: wall time", "s", "lower"),
+]

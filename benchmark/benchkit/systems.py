@@ -7,6 +7,7 @@ import subprocess
 import time
 import urllib.parse
 
+from .before import adapted
 from .settings import MEMORY_BUDGET
 from .processes import BenchFailure, MountFailure, is_mounted, unmount, vmhwm_mib
 
@@ -74,6 +75,10 @@ class System:
     def environment(self):
         return None
 
+    def adapt(self, command):
+        """The command line as this system's binary accepts it."""
+        return command
+
     def mount(self, origin_url, cache=None):
         n = next(self.counter)
         slug = self.directory or self.name
@@ -82,7 +87,7 @@ class System:
         if cache is None:
             cache = os.path.join(self.bench.work, "cache", f"{slug}-{n}")
             os.makedirs(cache)
-        command = self.command(origin_url, mountpoint, cache)
+        command = self.adapt(self.command(origin_url, mountpoint, cache))
         self.bench.commands.setdefault(self.command_name or self.name, " ".join(shlex.quote(c) for c in command))
         logfile = open(os.path.join(self.bench.work, "logs", f"{slug}-{n}.log"), "w")
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
@@ -111,6 +116,10 @@ class Imgfs(System):
         return [self.binary, "mount", mountpoint, "-f", "--cache-dir", cache, "--memory-limit", MEMORY_BUDGET,
                 "--disk-limit", "4G", "--tune", "max-transfers=16",
                 "--tune", f"max-transfers-per-host={self.per_host}"]
+
+    def adapt(self, command):
+        """For a build from before --tune (bench --before), the same options in its older flags."""
+        return adapted(self.binary, command)
 
     def path(self, mount, rel):
         url = f"{mount.origin_url}/{rel}"

@@ -22,7 +22,9 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .before import grouped
 from .processes import BenchFailure, log, vmhwm_mib
+from .results import Results
 from .settings import LARGE_READERS, SMALL_READERS
 
 SIZE = 256
@@ -80,62 +82,89 @@ def vipsthumbnail(paths, out_dir):
     return time.monotonic() - start
 
 
-def run_thumbnails(bench, imgfs):
-    """Runs the rows; returns the Markdown table."""
+def run_thumbnails(bench, systems):
+    """Runs the rows of imgfs (systems: imgfs, and with --before its before build, each on a mount of its own, their
+    passes back to back, which goes first alternating between repetitions: benchkit/before.grouped); returns (the
+    Markdown table, the imgfs rows as Results for the before/after table: benchkit/compare.py)."""
     if not shutil.which("vipsthumbnail"):
         raise BenchFailure("vipsthumbnail is missing: apt-get install libvips-tools")
     rels = bench.large
     sources = [os.path.join(bench.corpus, r) for r in rels]
     threads = os.cpu_count() or 1
-    values = {key: [] for key in ("imgfs", "vips", "pillow", "imgfs-warm", "tmpfs-warm", "floor-warm", "icons-warm",
-                                  "icons-tmpfs")}
-    mount = imgfs.mount(bench.origin.url)
+    values = {key: [] for key in ("vips", "pillow", "tmpfs-warm", "floor-warm", "icons-tmpfs")}
+    icon_rels = bench.small[:len(rels)]
+    icons_tmpfs = [os.path.join(bench.corpus, r) for r in icon_rels]
+    mounts, thumbs, icons = {}, {}, {}
     try:
-        originals = [mount.path(r) for r in rels]
-        read_whole(originals, LARGE_READERS)  # the originals, cached
-        icon_rels = bench.small[:len(rels)]
-        icons = [mount.path(r) for r in icon_rels]
-        icons_tmpfs = [os.path.join(bench.corpus, r) for r in icon_rels]
-        read_whole(icons, SMALL_READERS)  # as many small images, cached, for the floor of the warm reread
-        base = os.path.join(mount.mountpoint, "thumb", str(SIZE))
-        thumbs = [os.path.join(base, os.path.basename(p)) for p in originals]
+        for system in systems:
+            name = system.name
+            mount = mounts[name] = system.mount(bench.origin.url)
+            values.update({name: [], f"{name}-warm": [], f"{name}-icons": []})
+            originals = [mount.path(r) for r in rels]
+            read_whole(originals, LARGE_READERS)  # the originals, cached
+            icons[name] = [mount.path(r) for r in icon_rels]
+            read_whole(icons[name], SMALL_READERS)  # as many small images, cached, for the floor of the warm reread
+            base = os.path.join(mount.mountpoint, "thumb", str(SIZE))
+            thumbs[name] = [os.path.join(base, os.path.basename(p)) for p in originals]
         for rep in range(bench.reps):
-            for name in os.listdir(base):
-                os.unlink(os.path.join(base, name))
-            seconds, _ = read_whole(thumbs, LARGE_READERS)
-            values["imgfs"].append(len(thumbs) / seconds)
-            mount.sample_rss()
+            order = [s.name for s in grouped(systems, rep)[0]]
+            for name in order:
+                base = os.path.dirname(thumbs[name][0])
+                for entry in os.listdir(base):
+                    os.unlink(os.path.join(base, entry))
+                seconds, _ = read_whole(thumbs[name], LARGE_READERS)
+                values[name].append(len(thumbs[name]) / seconds)
+                mounts[name].sample_rss()
             out = os.path.join(bench.scratch, f"vips-{rep}")
             os.makedirs(out)
             values["vips"].append(len(sources) / vipsthumbnail(sources, out))
-            made = [os.path.join(out, name) for name in sorted(os.listdir(out))]
+            made = [os.path.join(out, entry) for entry in sorted(os.listdir(out))]
             if len(made) != len(sources):
                 raise BenchFailure(f"vipsthumbnail wrote {len(made)} of {len(sources)} files")
             pillow_out = os.path.join(bench.scratch, f"pillow-{rep}")
             os.makedirs(pillow_out)
             values["pillow"].append(len(sources) / pillow_thumbnails(sources, pillow_out, threads))
-            passes = {key: [] for key in ("imgfs-warm", "tmpfs-warm", "floor-warm", "icons-warm", "icons-tmpfs")}
             with bench.fuse_floor.mounted("--memory", made) as floor:
                 read_whole(floor, SMALL_READERS)  # in the kernel's page cache, as the variants are
+                rereads = ([(f"{name}-warm", thumbs[name]) for name in order]
+                           + [("tmpfs-warm", made), ("floor-warm", floor)]
+                           + [(f"{name}-icons", icons[name]) for name in order] + [("icons-tmpfs", icons_tmpfs)])
+                passes = {key: [] for key, _ in rereads}
                 for _ in range(WARM_PASSES):
-                    for key, paths in (("imgfs-warm", thumbs), ("tmpfs-warm", made), ("floor-warm", floor),
-                                       ("icons-warm", icons), ("icons-tmpfs", icons_tmpfs)):
+                    for key, paths in rereads:
                         many = paths * REREAD_ROUNDS
                         passes[key].append(len(many) / read_whole(many, SMALL_READERS)[0])
             for key, rates in passes.items():
                 values[key].append(statistics.median(rates))
             shutil.rmtree(out)
             shutil.rmtree(pillow_out)
-            log(f"thumbnails rep {rep + 1}: imgfs {values['imgfs'][-1]:.1f}/s, vipsthumbnail {values['vips'][-1]:.1f}/s,"
-                f" Pillow {values['pillow'][-1]:.1f}/s; warm reread imgfs {values['imgfs-warm'][-1]:.0f}/s,"
-                f" tmpfs {values['tmpfs-warm'][-1]:.0f}/s")
-        peak = mount.sample_rss() or vmhwm_mib(mount.proc.pid) or 0
+            log(f"thumbnails rep {rep + 1}: " + ", ".join(f"{n} {values[n][-1]:.1f}/s" for n in order)
+                + f", vipsthumbnail {values['vips'][-1]:.1f}/s, Pillow {values['pillow'][-1]:.1f}/s; warm reread "
+                + ", ".join(f"{n} {values[n + '-warm'][-1]:.0f}/s" for n in order)
+                + f", tmpfs {values['tmpfs-warm'][-1]:.0f}/s")
+        peaks = {name: mount.sample_rss() or vmhwm_mib(mount.proc.pid) or 0 for name, mount in mounts.items()}
     finally:
-        mount.unmount()
-    return table(bench, values, peak, len(rels), threads)
+        for mount in mounts.values():
+            mount.unmount()
+    results = Results()
+    for name in mounts:
+        for key, row in (("thumb-256", name), ("thumb-warm", f"{name}-warm"), ("thumb-icons-warm", f"{name}-icons")):
+            for value in values[row]:
+                results.add(name, key, value)
+        results.add(name, "thumb-rss", peaks[name])
+    return table(bench, values, peaks, len(rels), threads, list(mounts)), results
 
 
-def table(bench, values, peak, count, threads):
+# (key, label, unit, better) of the imgfs rows above, for the before/after table (benchkit/compare.py).
+THUMBNAIL_WORKLOADS = [
+    ("thumb-256", f"thumb/{SIZE}/ through the mount, originals cached", "thumbnails/s", "higher"),
+    ("thumb-warm", "warm reread of the variants through the mount", "files/s", "higher"),
+    ("thumb-icons-warm", "the same reread of as many cached icons through img/", "files/s", "higher"),
+    ("thumb-rss", "daemon peak RSS (VmHWM)", "MiB", "lower"),
+]
+
+
+def table(bench, values, peaks, count, threads, names):
     def cell(key):
         v = values[key]
         return f"{statistics.median(v):.1f} ({min(v):.1f}–{max(v):.1f})"
@@ -146,26 +175,32 @@ def table(bench, values, peak, count, threads):
         pairs = [a / b for a, b in zip(values[key], values[limit])]
         return f"{statistics.median(pairs):.2f}× ({min(pairs):.2f}–{max(pairs):.2f})"
     large_bytes = sum(bench.manifest[r][0] for r in bench.large) / 1e6
+
+    def rows_of(name):
+        """The rows of one imgfs build (imgfs, or its --before build)."""
+        return [
+            f"| {name} thumb/{SIZE}/ through the mount, originals cached, {LARGE_READERS} readers | {cell(name)} "
+            f"| {ratio(name, 'vips')} vipsthumbnail | ≥ 1.5× |",
+            f"| {name}: warm reread of the variants through the mount, {SMALL_READERS} readers "
+            f"| {cell(name + '-warm')} | {ratio(name + '-warm', 'tmpfs-warm')} tmpfs; "
+            f"{ratio(name + '-warm', 'floor-warm')} floorfs | ≥ 0.5× |",
+            f"| {name}: the same reread of {count} cached icons through img/ | {cell(name + '-icons')} "
+            f"| {ratio(name + '-icons', 'icons-tmpfs')} tmpfs | |",
+            f"| {name} peak RSS (VmHWM) | {peaks[name]:.0f} MiB | | |",
+        ]
     rows = [
         f"Thumbnails at {SIZE} px of the {count} large images ({large_bytes:.0f} MB), {bench.reps} repetition(s), "
         f"median (min–max); {os.cpu_count()} CPUs (shared with whatever else runs).",
         "",
         "| row | per second | ratio | target |",
         "|---|---|---|---|",
-        f"| imgfs thumb/{SIZE}/ through the mount, originals cached, {LARGE_READERS} readers | {cell('imgfs')} "
-        f"| {ratio('imgfs', 'vips')} vipsthumbnail | ≥ 1.5× |",
+        *(row for name in names for row in rows_of(name)),
         f"| vipsthumbnail, one process over all files on tmpfs | {cell('vips')} | 1.00× | |",
         f"| Pillow draft() + thumbnail() from tmpfs, {threads} threads | {cell('pillow')} "
         f"| {ratio('pillow', 'vips')} vipsthumbnail | |",
-        f"| warm reread of the variants through the mount, {SMALL_READERS} readers | {cell('imgfs-warm')} "
-        f"| {ratio('imgfs-warm', 'tmpfs-warm')} tmpfs | ≥ 0.5× |",
         f"| warm reread of vipsthumbnail's files on tmpfs | {cell('tmpfs-warm')} | 1.00× | |",
         f"| FUSE floor: the same reread of vipsthumbnail's files through floorfs (benchmark/floorfs.c) "
-        f"| {cell('floor-warm')} | {ratio('floor-warm', 'tmpfs-warm')} tmpfs; imgfs {ratio('imgfs-warm', 'floor-warm')} "
-        "of it | |",
-        f"| the same reread of {count} cached icons through img/ | {cell('icons-warm')} "
-        f"| {ratio('icons-warm', 'icons-tmpfs')} tmpfs | |",
+        f"| {cell('floor-warm')} | {ratio('floor-warm', 'tmpfs-warm')} tmpfs | |",
         f"| the same icons on tmpfs | {cell('icons-tmpfs')} | 1.00× | |",
-        f"| imgfs peak RSS (VmHWM) | {peak:.0f} MiB | | |",
     ]
     return "\n".join(rows)

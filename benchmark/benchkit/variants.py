@@ -8,6 +8,7 @@ from .results import Results
 from .netns import Namespace
 from .origin import DelayLine, Origin
 from .systems import ImgfsDefaults
+from .before import grouped
 from .tls import imgfs_trust_option
 
 
@@ -67,12 +68,13 @@ class Variants:
                 else:
                     bench.use({k: v for k, v in harness.items() if k not in ("origin", "delay")})
             bench.results = Results()
-            bench.systems = [imgfs]
+            bench.systems = [s for s in self.base["systems"] if bench.is_imgfs(s)]  # imgfs, and its --before build
             options = []
             if variant.https:
                 imgfs_options, options, trust = imgfs_trust_option(bench.args.imgfs, bench.certificates.ca)
                 self.notes[variant.name] = trust
-                bench.systems = [ImgfsDefaults(bench, bench.args.imgfs, imgfs_options)]
+                defaults = ImgfsDefaults(bench, bench.args.imgfs, imgfs_options)
+                bench.systems = [defaults, *bench.before_twins(defaults)]
                 bench.delay = DelayLine(bench.owned, bench.work, bench.origin.tls_port, scheme="https",
                                         name="delay-line-tls")
                 options = ["--http2"] + options
@@ -93,7 +95,8 @@ class Variants:
             self.contexts[variant.name] = bench.context()
         bench.use(self.base)
 
-    def run_repetition(self):
+    def run_repetition(self, rep):
+        """One repetition of every variant; imgfs and its --before build alternate which goes first (rep)."""
         bench = self.bench
         for variant in self.active:
             bench.use(self.contexts[variant.name])
@@ -101,12 +104,13 @@ class Variants:
             try:
                 if variant.https:
                     bench.cold_limits(bench.delay.url, "@20ms", options=self.curl_options)
-                    bench.run_cold_each(bench.systems[0], bench.delay.url, "@20ms")
+                    for system in grouped(bench.systems, rep)[0]:
+                        bench.run_cold_each(system, bench.delay.url, "@20ms")
                     # Right after imgfs's cold-large: floorfs serving the same files by READ and the tmpfs write,
                     # the floor of that row's CPU per MB.
                     bench.fuse_floor.rows().large()
                 else:
-                    self.run_plain(variant)
+                    self.run_plain(variant, rep)
             except MountFailure as error:
                 log(f"variant {variant.name}: {error}")
                 bench.results.errors.append(f"{variant.name}: {error}")
@@ -114,15 +118,16 @@ class Variants:
                 self.contexts[variant.name] = bench.context()
                 bench.use(self.base)
 
-    def run_plain(self, variant):
+    def run_plain(self, variant, rep):
         bench = self.bench
         bench.cold_limits(bench.origin.url)
         bench.warm_limits()
-        for system in bench.systems:
+        systems = grouped(bench.systems, rep)[0]
+        for system in systems:
             bench.run_sequence(system, back_to_back=variant.back_to_back)
-            if bench.delay:
-                bench.delay_limits(bench.delay.url)  # curl's 20 ms passes right before imgfs's, as in loopback
-                bench.run_cold_each(system, bench.delay.url, "@20ms")
+        for system in systems if bench.delay else []:
+            bench.delay_limits(bench.delay.url)  # curl's 20 ms passes right before imgfs's, as in loopback
+            bench.run_cold_each(system, bench.delay.url, "@20ms")
 
     def described(self):
         """[(name, description, Results, systems, corpus text)] of loopback and every variant run, in order."""

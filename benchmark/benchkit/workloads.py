@@ -22,6 +22,7 @@ from .reader import (
 from .lists import run_lists
 from .variants import Variants
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
+from .before import grouped, twin
 from .floor import FuseFloor
 
 
@@ -59,8 +60,19 @@ class Bench(Limits):
         self.origin = Origin(self.owned, self.work, self.corpus, tls=(self.certificates.cert, self.certificates.key))
         self.delay = None if self.args.no_delay else DelayLine(self.owned, self.work, self.origin.port)
         self.warm_origin([self.origin.url] + ([self.delay.url] if self.delay else []))
-        self.systems = [Imgfs(self, self.args.imgfs), Imgfs6(self, self.args.imgfs), Httpdirfs(self), Rclone(self)]
-        self.systems = [s for s in self.systems if s.name in self.args.systems.split(",")]
+        imgfs = Imgfs(self, self.args.imgfs)
+        self.systems = [imgfs, *self.before_twins(imgfs), Imgfs6(self, self.args.imgfs), Httpdirfs(self),
+                        Rclone(self)]
+        wanted = self.args.systems.split(",")
+        self.systems = [s for s in self.systems if getattr(s, "original", s).name in wanted]
+
+    def before_twins(self, system):
+        """[system's twin running the --before build] (benchkit/before.py), or [] without --before."""
+        return [twin(system, self.args.before_imgfs, self.args.before_commit)] if self.args.before else []
+
+    def is_imgfs(self, system):
+        """Whether system is imgfs (the current build or the --before one) with the benchmark's options."""
+        return getattr(system, "original", system).name == "imgfs" and system.only is None
 
     def load_corpus(self, name, small_count, large, icon_range=(512, 50 * 1024)):
         """Builds a corpus on the tmpfs (benchkit/corpus.py) and makes it the one the workloads read."""
@@ -169,20 +181,25 @@ class Bench(Limits):
         log(f"{system:9} {workload:16} {value:10.1f} {text}")
 
     # -- a file system --------------------------------------------------------------------------------------------
-    def run_system(self, system):
-        """Each part mounts afresh; a part that cannot mount is recorded and the next one runs."""
+    def parts(self, system):
+        """What run_systems runs of one system, in order: each part mounts afresh."""
         url = self.origin.url
-        parts = [lambda: self.run_cold_small_only(system)] if system.only else [
+        return [lambda: self.run_cold_small_only(system)] if system.only else [
             lambda: self.run_sequence(system),
             lambda: self.run_dedup(system, url),
             lambda: self.run_first_bytes(system, url, "first-64k")] + (
             [lambda: self.run_delayed(system)] if self.delay else [])
-        for part in parts:
-            try:
-                part()
-            except MountFailure as error:
-                log(f"{system.name}: {error}")
-                self.results.errors.append(f"{system.name}: {error}")
+
+    def run_systems(self, systems):
+        """Each part of each system (benchkit/before.grouped: imgfs and its --before build), the systems' same part
+        back to back; a part that cannot mount is recorded and the next one runs."""
+        for parts in zip(*(self.parts(system) for system in systems)):
+            for system, part in zip(systems, parts):
+                try:
+                    part()
+                except MountFailure as error:
+                    log(f"{system.name}: {error}")
+                    self.results.errors.append(f"{system.name}: {error}")
 
     def run_sequence(self, system, back_to_back=False):
         """cold-small, warm-small, ls -l, stat, cold-large, warm-large, drop_caches, both again, remount, both
@@ -192,7 +209,8 @@ class Bench(Limits):
         without waiting: no pause for background disk writes anywhere."""
         name = system.name
         url = self.origin.url
-        floor = self.fuse_floor.rows() if name == "imgfs" else None  # the FUSE floor's rows: benchkit/floor.py
+        # The FUSE floor's rows (benchkit/floor.py), beside the --before build's sequence too: the same pauses for both.
+        floor = self.fuse_floor.rows() if self.is_imgfs(system) else None
         beside = floor if floor and not back_to_back else None
         mount = system.mount(url)
         try:
@@ -208,7 +226,7 @@ class Bench(Limits):
             # Later small-file rows read what the cold pass read (all of it unless it hit the cap).
             rels = self.small[:done]
             small = small[:done]
-            lag = DiskLag(mount, done) if system.name == "imgfs" and not back_to_back else None
+            lag = DiskLag(mount, done) if self.is_imgfs(system) and not back_to_back else None
             if back_to_back and not self.cold_large(name, large, mount):
                 return
             self.timed_read(name, "warm-small", small, rels, self.small_buffers, SMALL_READERS, "files",
@@ -425,21 +443,27 @@ class Bench(Limits):
 
     # -- restart with many cached entries (imgfs) -----------------------------------------------------------------
     def run_restart(self, count):
-        """Creates `count` disk-cache entries by reading distinct URLs (`/small/<icon>?n=<i>`) through imgfs with its
-        cache on a tmpfs (imgfs fsyncs every entry on one serial queue: on this disk that is ~250 entries/s, 100,000
-        would take minutes), waits until all are on disk, and restarts on that cache: once from the tmpfs, and once
-        from a copy on the root file system (ext4) after drop_caches."""
-        system = next((s for s in self.systems if s.name == "imgfs"), None)
-        if system is None or count <= 0:
+        """The restart rows (restart_with) of imgfs, then of its --before build, back to back."""
+        systems = [s for s in self.systems if self.is_imgfs(s)]
+        if not systems or count <= 0:
             return
-        url = self.origin.url
-        rels = [f"{self.small[i % len(self.small)]}?n={i}" for i in range(count)]
         space = os.path.join(self.work, "restart-tmpfs")
         os.makedirs(space)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g,mode=0700", "imgfs-bench-restart", space], check=True)
         self.owned.add_mount(space)
-        cache = os.path.join(space, "cache")
-        log(f"imgfs restart: creating {count} cache entries by reading through imgfs (cache on tmpfs)")
+        for system in systems:
+            self.restart_with(system, count, space)
+
+    def restart_with(self, system, count, space):
+        """Creates `count` disk-cache entries by reading distinct URLs (`/small/<icon>?n=<i>`) through imgfs with its
+        cache on a tmpfs (`space`; imgfs fsyncs every entry on one serial queue: on this disk that is ~250 entries/s,
+        100,000 would take minutes), waits until all are on disk, and restarts on that cache: once from the tmpfs, and
+        once from a copy on the root file system (ext4) after drop_caches."""
+        url = self.origin.url
+        name = system.name
+        rels = [f"{self.small[i % len(self.small)]}?n={i}" for i in range(count)]
+        cache = os.path.join(space, f"cache-{system.directory or name}")
+        log(f"{name} restart: creating {count} cache entries by reading through imgfs (cache on tmpfs)")
         mount = system.mount(url, cache=cache)
         try:
             batch = len(self.small)
@@ -450,17 +474,17 @@ class Bench(Limits):
                          self.small_buffers, SMALL_READERS, self.timeout)
             fill = time.perf_counter() - start
             waited, entries = wait_for_disk_entries(mount, count, 300)
-            log(f"imgfs restart: read {count} URLs in {fill:.1f} s ({count / fill:.0f} files/s); {entries} disk "
+            log(f"{name} restart: read {count} URLs in {fill:.1f} s ({count / fill:.0f} files/s); {entries} disk "
                 f"entries {waited:.1f} s later")
-            self.results.note("imgfs", "restart", f"{count} URLs read in {fill:.0f} s, {entries} disk entries")
+            self.results.note(name, "restart", f"{count} URLs read in {fill:.0f} s, {entries} disk entries")
             mount.unmount()
         finally:
             if is_mounted(mount.mountpoint):
                 mount.abort()
-        copy = os.path.join(self.work, "cache", "restart-ext4")
+        copy = os.path.join(self.work, "cache", f"restart-ext4-{system.directory or name}")
         start = time.perf_counter()
         subprocess.run(["cp", "-a", cache, copy], check=True)
-        log(f"imgfs restart: copied the cache to ext4 in {time.perf_counter() - start:.1f} s")
+        log(f"{name} restart: copied the cache to ext4 in {time.perf_counter() - start:.1f} s")
         probes = [rels[(i * 7919) % count] for i in range(100)]
         for workload, directory, drop in (("restart-tmpfs", cache, False), ("restart", copy, True)):
             if drop:
@@ -475,23 +499,24 @@ class Bench(Limits):
                     with open(mount.path(probe), "rb") as f:
                         data = f.read()
                     if hashlib.sha256(data).hexdigest() != self.manifest[probe.split("?")[0]][1]:
-                        raise BenchFailure("imgfs restart: a cached image differs from the original")
+                        raise BenchFailure(f"{name} restart: a cached image differs from the original")
                     if served is None:
                         served = time.perf_counter() - start
                 hundred = time.perf_counter() - start
                 gets = [r for r in self.origin.requests_since(offset) if r[0] == "GET"]
-                self.results.add("imgfs", workload, served)
+                self.results.add(name, workload, served)
                 where = "ext4 after drop_caches" if drop else "tmpfs"
-                self.results.note("imgfs", workload, f"{where}: mounted {mounted * 1000:.0f} ms, first read "
+                self.results.note(name, workload, f"{where}: mounted {mounted * 1000:.0f} ms, first read "
                                                      f"{served * 1000:.0f} ms, 100 reads {hundred * 1000:.0f} ms, "
                                                      f"{len(gets)} origin GETs")
-                log(f"imgfs {workload}: mounted {mounted:.3f} s, first read {served:.3f} s, 100 reads {hundred:.3f} s,"
+                log(f"{name} {workload}: mounted {mounted:.3f} s, first read {served:.3f} s, 100 reads {hundred:.3f} s,"
                     f" {len(gets)} GETs")
                 mount.unmount()
             finally:
                 if is_mounted(mount.mountpoint):
                     mount.abort()
         shutil.rmtree(copy)
+        shutil.rmtree(cache)
 
     # -- the whole run --------------------------------------------------------------------------------------------
     def run(self):
@@ -503,7 +528,7 @@ class Bench(Limits):
         self.setup()
         if self.args.lists:
             for rep in range(self.reps):
-                run_lists(self)
+                run_lists(self, rep)
             self.restart_entries = 0
             self.finished = time.time()
             return
@@ -515,10 +540,10 @@ class Bench(Limits):
             log("variant loopback")
             self.run_limits()
             self.delay_limits_due = True
-            for system in self.systems:
-                self.run_system(system)
+            for systems in grouped(self.systems, rep):
+                self.run_systems(systems)
             if self.variants and rep < self.variants.reps:
-                self.variants.run_repetition()
+                self.variants.run_repetition(rep)
             after = cpu_snapshot()
             others = (after[0] - before[0]) - (after[1] - before[1]) - (after[2] - before[2])
             self.foreign.append(max(0.0, others))
