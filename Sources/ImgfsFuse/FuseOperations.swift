@@ -299,10 +299,9 @@ private func context(_ req: fuse_req_t?) -> FuseOperations {
 }
 
 /// The answer to an open, kept until the file's size is known (the kernel's `fuse_file_info` lives only during the
-/// callback): carries out what ``OpenDecision`` says.
-/// Unchecked `Sendable`: it holds a copy of the kernel's `fuse_file_info`, a plain C struct whose pointer-free fields
-/// are only read.
-private struct OpenReply: @unchecked Sendable {
+/// callback): carries out what ``OpenDecision`` says. It holds a copy of the kernel's `fuse_file_info`, a plain C
+/// struct of integers, which is `Sendable` as imported.
+private struct OpenReply: Sendable {
     var info: fuse_file_info
     let inode: UInt64
     let filesystem: ImageFilesystem

@@ -122,6 +122,7 @@ extension DiskCache {
             guard synced(placed, into: &results, undo: undoPlacement) else { return }
         }
         var committed: [StagedWrite] = []
+        var evicted: [DiskCacheEntry] = []
         for var write in placed {
             do {
                 if let recordFile = write.recordFile {
@@ -134,9 +135,16 @@ extension DiskCache {
                 results[write.position] = .failure(error.diskCacheError)
                 continue
             }
-            write.replaced = _index(write.stored, key: write.key, singleFile: write.recordFile == nil)
+            // Room was made for the batch before it was placed, but a batch larger than the limit still goes in
+            // whole: the least recently used entries, the batch's own first ones included, go as each is indexed,
+            // so that the total is never over the limit, not even while the sync below runs.
+            let indexed = _indexWithinLimit(
+                write.stored, key: write.key, singleFile: write.recordFile == nil, evicting: true)
+            write.replaced = indexed.replaced
+            evicted += indexed.evicted
             committed.append(write)
         }
+        _removeFiles(of: evicted)
         // The new records are in place but may not survive a crash if this sync fails: keep neither entry rather
         // than guess, as a single store does.
         guard synced(committed, into: &results, undo: undoCommit) else { return }
@@ -144,9 +152,6 @@ extension DiskCache {
             for replaced in write.replaced { _removeFile(replaced) }
             results[write.position] = .success(write.stored)
         }
-        // Room was made for the batch before it was placed, but a batch larger than the limit still went in whole:
-        // the least recently used entries, the batch's own first ones included, go until the total fits.
-        _removeFiles(of: withIndex { _makeRoom(for: nil, size: 0, in: &$0) })
     }
 
     /// Syncs the file system for `writes`; when that fails, undoes each and records the failure.

@@ -125,14 +125,26 @@ extension DiskCache {
     /// (verified, its record loaded), and returns the files of the entry it replaced that the new entry does not use,
     /// for the caller to remove once the new entry is safely in place.
     func _index(_ stored: CacheRecord, key: DiskCacheKey, singleFile: Bool = false) -> [String] {
+        _indexWithinLimit(stored, key: key, singleFile: singleFile, evicting: false).replaced
+    }
+
+    /// ``_index(_:key:singleFile:)``; with `evicting`, in the same step (no reader of the index sees the total over
+    /// the limit), the least recently used entries go until the total fits, returned for the caller to remove.
+    func _indexWithinLimit(
+        _ stored: CacheRecord, key: DiskCacheKey, singleFile: Bool, evicting: Bool
+    ) -> (replaced: [String], evicted: [DiskCacheEntry]) {
         let entry = DiskCacheEntry(
             key: key, size: stored.size, checksum: stored.checksum,
             lastAccess: stored.lastAccess, persistedAccess: stored.lastAccess,
             expiresAt: options.expiry(stored), loaded: DiskCacheLoadedRecord(stored), verified: true,
             singleFile: singleFile)
-        guard let replaced = withIndex({ $0.insert(entry) }) else { return [] }
+        let (replacedEntry, evicted) = withIndex { index in
+            let replaced = index.insert(entry)
+            return (replaced, evicting ? _makeRoom(for: nil, size: 0, in: &index) : [])
+        }
+        guard let replaced = replacedEntry else { return ([], evicted) }
         let kept = Set(layout.files(of: entry))
-        return layout.files(of: replaced).filter { !kept.contains($0) }
+        return (layout.files(of: replaced).filter { !kept.contains($0) }, evicted)
     }
 
     // MARK: - Writing files (write lock held, except for the temporary files)
