@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 
 /// A small forward HTTP proxy on 127.0.0.1 that records what it is asked, for tests of `--proxy`.
 ///

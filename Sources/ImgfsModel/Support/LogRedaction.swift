@@ -4,9 +4,9 @@ import Logging
 /// `https://cdn/a.png?…`, so a log does not hold the tokens of signed links.
 ///
 /// Guarantees: every `http://` or `https://` URL (any case), and every URL percent-encoded as a name under `img/`
-/// (`https%3A%2F%2F…`, its `?` written `%3F`), keeps its scheme, host and path; the bytes from its `?` (or `%3F`) up to
-/// its fragment (`#`, `%23`), a space, a quote, `<`, `>` or the end of the text become `…`. Text without URLs is
-/// returned unchanged.
+/// (`https%3A%2F%2F…`, its `?` written `%3F`), keeps its scheme, host and path; the bytes from its `?` (or `%3F`)
+/// up to its fragment (`#`, `%23`), a space, a quote, `<`, `>` or the end of the text become `…`. Text without URLs
+/// is returned unchanged.
 public enum LogRedaction {
     /// `text` with the query of every URL in it shortened to `…`.
     public static func shortenQueries(_ text: String) -> String {
