@@ -69,12 +69,15 @@ public enum LogRedaction {
 /// A log handler that gives every event to `wrapped` with the query strings of the URLs in its message and metadata
 /// shortened (``LogRedaction``). The daemon logs through it unless its log level is `debug` or `trace`.
 public struct QueryShorteningLogHandler: LogHandler {
+    /// The handler every event goes to once shortened.
     public var wrapped: any LogHandler
 
+    /// A handler that shortens what it gives `handler`.
     public init(wrapping handler: any LogHandler) {
         wrapped = handler
     }
 
+    /// Gives `event` to ``wrapped`` with the queries in its message and metadata shortened.
     public func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: LogRedaction.shortenQueries(event.message.description))
@@ -90,21 +93,25 @@ public struct QueryShorteningLogHandler: LogHandler {
         }
     }
 
+    /// The wrapped handler's metadata provider.
     public var metadataProvider: Logger.MetadataProvider? {
         get { wrapped.metadataProvider }
         set { wrapped.metadataProvider = newValue }
     }
 
+    /// The wrapped handler's metadata, unshortened (it is shortened per event).
     public var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
+    /// The wrapped handler's log level.
     public var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
+    /// One item of the wrapped handler's metadata.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue }
