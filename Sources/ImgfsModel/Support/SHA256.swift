@@ -159,7 +159,6 @@ public struct SHA256: Sendable {
             }
         }
     }
-
 }
 
 @inline(__always)
