@@ -124,7 +124,9 @@ WIDE static uint32_t wide_update(uint32_t state, const uint8_t *bytes, size_t co
         bytes += 256;
         count -= 256;
     }
-    for (int lane = 1; lane < 4; lane++) lanes[lane] = _mm512_xor_si512(wide_fold(lanes[lane - 1], by_512), lanes[lane]);
+    for (int lane = 1; lane < 4; lane++) {
+        lanes[lane] = _mm512_xor_si512(wide_fold(lanes[lane - 1], by_512), lanes[lane]);
+    }
     uint8_t last[64];
     _mm512_storeu_si512(last, lanes[3]);
     __m128i block = load(last);

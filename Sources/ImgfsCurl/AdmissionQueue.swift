@@ -42,7 +42,9 @@ public struct AdmissionQueue<Item> {
         }
     }
 
+    /// How many items may run at once.
     public let maxActive: Int
+    /// How many items for one host may run at once.
     public let maxPerHost: Int
     /// How many starved items may run beyond `maxActive`.
     public let reserve: Int
@@ -63,6 +65,8 @@ public struct AdmissionQueue<Item> {
     /// How many items wait.
     public private(set) var waitingCount = 0
 
+    /// An empty queue (limits below 1 count as 1): an item that has waited longer than `starvation` is starved, and
+    /// `hostLimit` gives an item's own limit for its host when its rules set one.
     public init(
         maxActive: Int, maxPerHost: Int, starvation: Duration = .seconds(2),
         hostLimit: @escaping (Item) -> Int? = { _ in nil }

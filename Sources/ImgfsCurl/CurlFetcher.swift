@@ -47,6 +47,7 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     private let state: Locked<State>
     private var workers: [CurlWorker] = []
 
+    /// Initialises libcurl and starts the fetcher's worker threads; they run until the process ends.
     public init(configuration: FetcherConfiguration, logger: Logger) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         self.configuration = configuration
@@ -70,6 +71,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         }
     }
 
+    /// Queues the GET for admission and returns its handle at once; `observer` hears the transfer's events from a
+    /// worker thread. A refused host (address policy or request rules) completes it at once with
+    /// ``FetchError/refused(_:)``.
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
         if let refusal = configuration.addressPolicy.refusal(host: request.url.host)
             ?? request.rules.profile(for: request.url.host).refusal

@@ -19,6 +19,7 @@ public struct FetcherConfiguration: Sendable {
     public var connectTimeout = 10.0
     /// A transfer slower than `stallBytesPerSecond` for `stallSeconds` is abandoned.
     public var stallBytesPerSecond = 1024
+    /// How many seconds a transfer may stay slower than `stallBytesPerSecond` before it is abandoned.
     public var stallSeconds = 30
     /// Seconds a whole transfer may take.
     public var totalTimeout = 120.0
@@ -48,5 +49,6 @@ public struct FetcherConfiguration: Sendable {
     /// buffer per running transfer.
     public var receiveBufferSize = 512 * 1024
 
+    /// The defaults above; the daemon sets each from its options.
     public init() {}
 }

@@ -15,6 +15,7 @@ import Logging
 public final class FuseMount {
     /// Why a mount could not be made.
     public struct MountError: Error, CustomStringConvertible {
+        /// One line that says why.
         public let description: String
     }
 

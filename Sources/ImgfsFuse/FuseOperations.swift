@@ -274,7 +274,6 @@ final class FuseOperations: @unchecked Sendable {
         ops.create = { req, _, _, _, _ in refuse(req) }
         ops.removexattr = { req, _, _ in refuse(req) }
     }
-
 }
 
 // C function pointers cannot capture anything, so these helpers are free functions.

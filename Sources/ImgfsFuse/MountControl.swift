@@ -4,7 +4,9 @@ import Foundation
 /// Asks a running mount to act by setting an extended attribute on a file in it (the mount's one control channel;
 /// see `ImageFilesystem.setExtendedAttribute`).
 public enum MountControl {
+    /// Why the mount could not be asked: what failed and the system's error.
     public struct Failure: Error, CustomStringConvertible {
+        /// One line that says why.
         public let description: String
     }
 

@@ -12,6 +12,7 @@ public final class PassthroughAvailability: Sendable {
     public let requested: Bool
     private let refused = Atomic<Bool>(false)
 
+    /// Availability for a mount that asks for passthrough when `requested`; false until the kernel accepts it.
     public init(requested: Bool) {
         self.requested = requested
     }

@@ -33,6 +33,7 @@ public final class RedisStore: SharedStoring {
         signal(SIGPIPE, SIG_IGN)
     }
 
+    /// The value of `key` (`GET`), or nil when there is none.
     public func get(_ key: String) throws(SharedStoreError) -> [UInt8]? {
         switch try run(["GET", key]) {
         case .string(let value): return value
@@ -41,10 +42,12 @@ public final class RedisStore: SharedStoring {
         }
     }
 
+    /// Sets `key` to `value`, expiring after `milliseconds` (`SET … PX`).
     public func set(_ key: String, _ value: [UInt8], milliseconds: Int) throws(SharedStoreError) {
         _ = try run([Array("SET".utf8), Array(key.utf8), value, Array("PX".utf8), Array(String(milliseconds).utf8)])
     }
 
+    /// Sets `key` to `value` only if it has no value (`SET … NX PX`); whether it did.
     public func setIfAbsent(_ key: String, _ value: [UInt8], milliseconds: Int) throws(SharedStoreError) -> Bool {
         let reply = try run([
             Array("SET".utf8), Array(key.utf8), value, Array("NX".utf8), Array("PX".utf8),
@@ -53,6 +56,8 @@ public final class RedisStore: SharedStoring {
         return reply != .null
     }
 
+    /// Extends `key` to expire after `milliseconds` if its value is still `value` (one script, so atomic); whether it
+    /// was.
     public func renew(_ key: String, ifValue value: [UInt8], milliseconds: Int) throws(SharedStoreError) -> Bool {
         let reply = try run([
             Array("EVAL".utf8), Self.renewScript, Array("1".utf8), Array(key.utf8), value,
@@ -61,6 +66,7 @@ public final class RedisStore: SharedStoring {
         return reply == .integer(1)
     }
 
+    /// Deletes `key` if its value is still `value` (one script, so atomic).
     public func delete(_ key: String, ifValue value: [UInt8]) throws(SharedStoreError) {
         _ = try run([Array("EVAL".utf8), Self.deleteScript, Array("1".utf8), Array(key.utf8), value])
     }

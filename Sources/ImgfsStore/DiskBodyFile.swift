@@ -23,6 +23,7 @@ public final class DiskBodyFile: Sendable {
     public let isWholeFile: Bool
     /// The file's device and inode numbers: the same file for two opens when both match.
     public let device: UInt64
+    /// The file's inode number (see `device`).
     public let inode: UInt64
     private let path: String
 

@@ -1,10 +1,11 @@
+import Foundation
+import ImgfsModel
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
-import ImgfsModel
 
 extension DiskCache {
     // MARK: - Reading

@@ -1,10 +1,11 @@
+import Foundation
+import ImgfsModel
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
-import ImgfsModel
 
 /// A file replacement that failed; `committed` tells whether the rename had already happened (only the directory
 /// sync failed), so the new file may or may not survive a crash.

@@ -1,11 +1,12 @@
+import Foundation
+import ImgfsModel
+import Logging
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
-import ImgfsModel
-import Logging
 
 /// A persistent, size-bounded cache of image bodies and their records, safe against crashes and corruption.
 ///

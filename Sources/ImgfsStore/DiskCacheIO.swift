@@ -1,11 +1,12 @@
+import CStoreShims
+import Foundation
+import ImgfsModel
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import CStoreShims
-import Foundation
-import ImgfsModel
 
 /// A failed system call: which one, on which path, and its errno. Stays inside the disk cache; the public API turns it
 /// into a ``DiskCacheError`` with ``cacheError``.

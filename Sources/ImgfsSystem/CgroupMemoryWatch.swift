@@ -25,8 +25,11 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
         var workingSet: Int { max(0, usage - inactiveFile) }
     }
 
+    /// How long the watch sleeps between readings.
     public let interval: Duration
+    /// The fraction of the limit the working set must pass to be reported as pressure.
     public let usageFraction: Double
+    /// The shortest time between two pressure reports.
     public let minimumInterval: Duration
     private let onLimit: @Sendable (Int?) -> Void
     private let logger: Logger
@@ -45,6 +48,8 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
         self.onLimit = onLimit
     }
 
+    /// Starts the watch's thread, which reports pressure to `onPressure` with a reason; logs an error when the thread
+    /// cannot be started.
     public func start(_ onPressure: @escaping @Sendable (String) -> Void) {
         do {
             _ = try lifecycle.start(name: "imgfs-cgroup") { wakeFD in self.run(wakeFD: wakeFD, onPressure) }
@@ -53,6 +58,7 @@ public final class CgroupMemoryWatch: MemoryPressureSource, Sendable {
         }
     }
 
+    /// Wakes and joins the watch's thread; no call is made after it returns.
     public func stop() {
         lifecycle.stop()
     }

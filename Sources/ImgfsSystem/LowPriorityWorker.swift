@@ -23,11 +23,13 @@ public final class LowPriorityWorker: SerialWorker, Sendable {
         }
     }
 
+    /// Queues `work` for the thread; returns at once.
     public func submit(_ work: @escaping @Sendable () -> Void) {
         queue.withLock { $0.append(work) }
         submitted.signal()
     }
 
+    /// Returns once everything submitted before the call has run.
     public func drain() {
         let done = DispatchSemaphore(value: 0)
         submit { done.signal() }

@@ -10,6 +10,7 @@ public struct MountTable: Sendable {
     public struct Entry: Sendable, Equatable {
         /// `MAJOR:MINOR` of its device (for a FUSE mount, the name of its `/sys/class/bdi/` directory).
         public let device: String
+        /// The absolute path it is mounted on, with mountinfo's octal escapes decoded.
         public let mountPoint: String
         /// As mount(8) names it: `ext4`, `tmpfs`, `fuse`, `fuse.imgfs`, …
         public let type: String
@@ -21,6 +22,7 @@ public struct MountTable: Sendable {
         public var isFUSE: Bool { type == "fuse" || type.hasPrefix("fuse.") }
     }
 
+    /// The mounts, in the order the kernel lists them.
     public let entries: [Entry]
 
     /// The table of this process now.

@@ -31,7 +31,9 @@ public final class PrivateTmpfs: Sendable {
 
     /// Why the instance could not be made: the system's error.
     public struct Refusal: Error, CustomStringConvertible, Sendable {
+        /// The errno value of the call that failed.
         public let code: Int32
+        /// The system's text for ``code``, with what it means here when it is a missing mount API or privilege.
         public var description: String {
             let reason = String(cString: strerror(code))
             switch code {

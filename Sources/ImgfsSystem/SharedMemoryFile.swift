@@ -68,6 +68,8 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         close(descriptor)
     }
 
+    /// Makes the file at least `byteCount` bytes longer (whole pages) and returns the new part, mapped shared; nil when
+    /// the system refused.
     public func grow(by byteCount: Int) -> UnsafeMutableRawBufferPointer? {
         let size = (byteCount + Self.pageSize - 1) / Self.pageSize * Self.pageSize
         // A large-page file grows as its bytes are written (the mapping may reach past its end meanwhile).
@@ -84,6 +86,7 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         return mapping
     }
 
+    /// Writes `bytes` at `offset` with `pwrite` (allocating ``PageSize/large`` pieces first); false when that failed.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
         guard pages != .large || allocate(through: offset + bytes.count) else { return writableMapping() }
         var done = 0
@@ -125,6 +128,7 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         return fstat(descriptor, &status) == 0 ? Int(status.st_blocks) * 512 : -1
     }
 
+    /// Cuts the file to `count` bytes and returns its descriptor, or nil when that failed.
     public func finish(count: Int) -> Int32? {
         guard count <= length, ftruncate(descriptor, off_t(count)) == 0 else { return nil }
         length = count

@@ -5,11 +5,11 @@ import Glibc
 ///
 /// Guarantees: ``blockHandledSignals()``, called before any other thread is started, gives these four signals their
 /// default disposition (a daemon started in the background inherits SIGINT ignored, and an ignored signal is
-/// discarded, never waited for) and blocks them, and SIGUSR2 (which wakes the FUSE loop), in the calling thread and so in
-/// every thread started after it: none of them ever interrupts a FUSE, curl or worker thread, and none takes its
-/// default action. ``start(_:)`` starts the one thread that waits for them with sigwait and hands each to `handle`,
-/// one at a time, in the order they arrive (the same signal arriving twice while a handler runs is handled once
-/// more).
+/// discarded, never waited for) and blocks them, and SIGUSR2 (which wakes the FUSE loop), in the calling thread and
+/// so in every thread started after it: none of them ever interrupts a FUSE, curl or worker thread, and none takes
+/// its default action. ``start(_:)`` starts the one thread that waits for them with sigwait and hands each to
+/// `handle`, one at a time, in the order they arrive (the same signal arriving twice while a handler runs is handled
+/// once more).
 public enum SignalThread {
     /// What a signal asks for.
     public enum Request: Sendable, Equatable {

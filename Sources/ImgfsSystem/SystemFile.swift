@@ -50,6 +50,7 @@ public struct SystemCallError: Error, CustomStringConvertible {
     /// The errno value it reported.
     let code: Int32
 
+    /// The call and the system's text for its error.
     public var description: String { "\(call): \(SystemFile.describe(errno: code))" }
 }
 

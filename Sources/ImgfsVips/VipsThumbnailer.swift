@@ -13,6 +13,7 @@ import ImgfsPipeline
 public struct VipsThumbnailer: VariantMaking {
     /// Why libvips could not be started.
     public struct StartFailure: Error, CustomStringConvertible {
+        /// Names the failure; libvips gives no reason.
         public var description: String { "libvips could not be initialised" }
     }
 
@@ -21,6 +22,7 @@ public struct VipsThumbnailer: VariantMaking {
         guard imgfs_vips_start() == 0 else { throw StartFailure() }
     }
 
+    /// The variant of the encoded image in `original` that `specification` describes, made by libvips.
     public func makeVariant(
         of original: UnsafeRawBufferPointer, _ specification: VariantSpecification
     )

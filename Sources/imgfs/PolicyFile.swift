@@ -171,18 +171,18 @@ enum PolicyFile {
 
     private static func yamlLine(_ error: YamlError) -> Int? {
         switch error {
-        case let .scanner(_, _, mark, _), let .parser(_, _, mark, _), let .composer(_, _, mark, _): mark.line
-        case let .duplicatedKeysInMapping(_, context): context.mark.line
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
+        case .duplicatedKeysInMapping(_, let context): context.mark.line
         default: nil
         }
     }
 
     private static func yamlReason(_ error: YamlError) -> String {
         switch error {
-        case let .scanner(context, problem, _, _), let .parser(context, problem, _, _),
-            let .composer(context, problem, _, _):
+        case .scanner(let context, let problem, _, _), .parser(let context, let problem, _, _),
+            .composer(let context, let problem, _, _):
             [context?.text, problem].compactMap { $0 }.joined(separator: ": ")
-        case let .duplicatedKeysInMapping(duplicates, _): "duplicated keys: \(duplicates.joined(separator: ", "))"
+        case .duplicatedKeysInMapping(let duplicates, _): "duplicated keys: \(duplicates.joined(separator: ", "))"
         default: "\(error)".replacingOccurrences(of: "\n", with: " ")
         }
     }

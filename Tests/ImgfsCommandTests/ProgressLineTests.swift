@@ -1,5 +1,6 @@
-@testable import imgfs
 import Testing
+
+@testable import imgfs
 
 @Suite("Progress line and summary of a batch")
 struct ProgressLineTests {

@@ -11,8 +11,13 @@ import Testing
 struct CachedLookupTests {
     let fetcher = ManualFetcher()
     let writes = HeldWorker()
-    let first = try! ImageURL("http://127.0.0.1/first.png")
-    let second = try! ImageURL("http://127.0.0.1/second.png")
+    let first: ImageURL
+    let second: ImageURL
+
+    init() throws {
+        first = try ImageURL("http://127.0.0.1/first.png")
+        second = try ImageURL("http://127.0.0.1/second.png")
+    }
 
     func repository(memory: Int, disk: FakeDisk?) -> ImageRepository {
         var configuration = ImageRepository.Configuration()

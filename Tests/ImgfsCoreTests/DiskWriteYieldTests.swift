@@ -9,8 +9,13 @@ import Testing
 struct DiskWriteYieldTests {
     let fetcher = ManualFetcher()
     let disk = FakeDisk()
-    let url = try! ImageURL("http://127.0.0.1/a.png")
-    let other = try! ImageURL("http://127.0.0.1/other.png")
+    let url: ImageURL
+    let other: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+        other = try ImageURL("http://127.0.0.1/other.png")
+    }
 
     func repository(quiet: TimeInterval, maxDelay: TimeInterval) -> ImageRepository {
         var configuration = ImageRepository.Configuration()

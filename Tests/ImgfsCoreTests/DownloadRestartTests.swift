@@ -6,7 +6,11 @@ import Testing
 /// A body that starts again from byte 0 (a retry that could not resume) never mixes with the bytes readers had.
 @Suite("Download restarts")
 struct DownloadRestartTests {
-    private let url = try! ImageURL("http://127.0.0.1/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     private func receive(_ download: Download, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { download.transferDidReceive(bytes: $0) }
@@ -58,8 +62,8 @@ struct DownloadRestartTests {
     }
 }
 
-private extension Download.Phase {
-    var failure: FetchError? {
+extension Download.Phase {
+    fileprivate var failure: FetchError? {
         if case .failed(let error, _) = self { return error }
         return nil
     }

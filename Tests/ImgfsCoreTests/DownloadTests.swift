@@ -5,7 +5,11 @@ import Testing
 
 @Suite("Download")
 struct DownloadTests {
-    private let url = try! ImageURL("http://127.0.0.1/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     @Test("a read is answered as soon as its range has arrived")
     func streams() {
@@ -77,7 +81,11 @@ struct DownloadTests {
 
 @Suite("Download limits")
 struct DownloadLimitTests {
-    private let url = try! ImageURL("http://127.0.0.1/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     private func outcome(_ download: Download, read count: Int = 100) -> Replies<Result<Int, FetchError>> {
         let replies = Replies<Result<Int, FetchError>>()
@@ -135,7 +143,11 @@ struct DownloadLimitTests {
 
 @Suite("Abandoned transfers")
 struct AbandonedTransferTests {
-    private let url = try! ImageURL("http://127.0.0.1/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     final class CountingHandle: TransferHandle, @unchecked Sendable {
         private let lock = NSLock()

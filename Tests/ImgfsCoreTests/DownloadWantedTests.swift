@@ -7,7 +7,11 @@ import Testing
 /// Who wants a transfer (issue 34, item 3): the fetcher calls off one nobody wants when a waited one needs its place.
 @Suite("Download: who wants it")
 struct DownloadWantedTests {
-    private let url = try! ImageURL("http://127.0.0.1/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     @Test("a stat waiting is wanted until answered or interrupted; a stat answered leaves the transfer unwanted")
     func metadataWaiters() {

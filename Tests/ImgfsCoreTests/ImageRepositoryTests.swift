@@ -8,7 +8,11 @@ struct ImageRepositoryTests {
     let fetcher = ManualFetcher()
     let disk = FakeDisk()
     let clock = TestClock()
-    let url = try! ImageURL("http://127.0.0.1/a.png")
+    let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     func repository(
         policy: CachePolicy = .cacheElseLoad, lifetime: TimeInterval = 60, cacheControl: Bool = false,

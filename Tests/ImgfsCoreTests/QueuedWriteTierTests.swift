@@ -9,8 +9,13 @@ import Testing
 struct QueuedWriteTierTests {
     let fetcher = ManualFetcher()
     let disk = FakeDisk()
-    let first = try! ImageURL("http://127.0.0.1/first.png")
-    let second = try! ImageURL("http://127.0.0.1/second.png")
+    let first: ImageURL
+    let second: ImageURL
+
+    init() throws {
+        first = try ImageURL("http://127.0.0.1/first.png")
+        second = try ImageURL("http://127.0.0.1/second.png")
+    }
 
     /// A memory cache with room for one 4-byte body, and disk writes that wait up to 2 s (large bodies wait for quiet).
     func repository() -> ImageRepository {

@@ -36,7 +36,11 @@ final class CountingMaker: VariantMaking, @unchecked Sendable {
 @Suite("Variant store")
 struct VariantStoreTests {
     let fetcher = ManualFetcher()
-    let url = try! ImageURL("http://127.0.0.1/a.png")
+    let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://127.0.0.1/a.png")
+    }
 
     func store(_ maker: CountingMaker, disk: FakeDisk? = FakeDisk()) -> VariantStore {
         .forTests(fetcher: fetcher, maker: maker, disk: disk)

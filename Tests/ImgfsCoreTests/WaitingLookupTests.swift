@@ -99,9 +99,9 @@ struct WaitingLookupTests {
     @Test("a new body makes an earlier preload stale, and the next open hands over the new bytes")
     func preloadAfterChange() throws {
         let clock = TestClock()
-        let repository = ImageRepository.forTests(fetcher: fetcher, now: { [clock] in clock.now }) {
-            $0.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false)
-        }
+        let repository = ImageRepository.forTests(
+            fetcher: fetcher, now: { [clock] in clock.now },
+            adjust: { $0.expiry = ExpiryPolicy(lifetime: 60, honorsCacheControl: false) })
         let filesystem = ImageFilesystem(
             repository: repository, registry: LongNameRegistry(),
             logger: .init(label: "test"))

@@ -217,16 +217,16 @@ struct SharedTierFailureTests {
         noStore.headers.append(("Cache-Control", "no-store"))
         try withMountedOrigin(SharedTierTests.memberArguments(redis, ["--cache-control"])) { origin, a in
             let urls = serve(Array(images[0..<2]), on: origin)
-            let private_ = origin.baseURL + "/private.png"
+            let privateURL = origin.baseURL + "/private.png"
             origin.route("/private.png", noStore)
             #expect(SharedTierTests.outcome(a.path(urls[0]), images[0]) == "same bytes")
-            #expect(SharedTierTests.outcome(a.path(private_), images[2]) == "same bytes")
+            #expect(SharedTierTests.outcome(a.path(privateURL), images[2]) == "same bytes")
             #expect(a.waitForStatistics { $0["repository.shared_tier.published"] == 1 })
-            let privateKeys = SharedTierKeys(url: try ImageURL(private_))
+            let privateKeys = SharedTierKeys(url: try ImageURL(privateURL))
             #expect(try redis.keys("\(SharedTierKeys.namespace)meta:\(privateKeys.hash)").isEmpty)
             let b = try SharedTierTests.member(redis, ["--cache-control"])
             defer { b.stop() }
-            #expect(SharedTierTests.outcome(b.path(private_), images[2]) == "same bytes")
+            #expect(SharedTierTests.outcome(b.path(privateURL), images[2]) == "same bytes")
             #expect(origin.requestCount("/private.png") == 2, "a no-store body was shared")
             // --allow-host: refused before Redis is asked, although Redis has the image.
             let fenced = try SharedTierTests.member(redis, ["--allow-host", "images.example.com"])

@@ -4,10 +4,10 @@ import ImgfsModel
 import ImgfsTestSupport
 import Testing
 
-/// Issue 34, item 5: decode bombs within `--tune max-pixels`. Images of exactly 100 megapixels whose loaders cannot stream
-/// (interlaced 16-bit PNG, progressive JPEG) are admitted against the decode budget (the memory budget), not decoded
-/// past it; what a big decode frees goes back to the system. The daemon runs in a memory cgroup of the test's own
-/// (v1 on this machine, v2 where its memory controller is delegated).
+/// Issue 34, item 5: decode bombs within `--tune max-pixels`. Images of exactly 100 megapixels whose loaders cannot
+/// stream (interlaced 16-bit PNG, progressive JPEG) are admitted against the decode budget (the memory budget), not
+/// decoded past it; what a big decode frees goes back to the system. The daemon runs in a memory cgroup of the test's
+/// own (v1 on this machine, v2 where its memory controller is delegated).
 @Suite("Thumbnail decode memory", .serialized, .enabled(if: FuseAvailability.available))
 struct ThumbnailDecodeMemoryTests {
     private static let mebibyte = 1 << 20

@@ -1,6 +1,7 @@
-@testable import ImgfsSystem
 import Foundation
 import Testing
+
+@testable import ImgfsSystem
 
 /// The own memory cgroup as CgroupMemoryWatch reads it, from fake /proc and /sys files.
 @Suite("Memory cgroup watch")

@@ -1,6 +1,7 @@
-@testable import ImgfsSystem
 import Glibc
 import Testing
+
+@testable import ImgfsSystem
 
 @Suite("Parsing and edges")
 struct InternalsTests {

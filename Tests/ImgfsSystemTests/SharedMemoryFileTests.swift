@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import ImgfsModel
 import ImgfsPipeline
-@testable import ImgfsSystem
 import Testing
+
+@testable import ImgfsSystem
 
 @Suite("shared-memory bodies", .serialized)
 struct SharedMemoryFileTests {
@@ -110,7 +111,8 @@ struct SharedMemoryFileTests {
             #expect(Self.counter(large) - largeBefore >= 11, "the body is in 256 KiB pages")
             #expect(Self.counter(huge) == hugeBefore, "and in no huge page")
         } else {
-            print("⚠️ this kernel counts no 256 KiB shmem pages (Linux 6.14 and later do): their size was not checked")
+            let note = "this kernel counts no 256 KiB shmem pages (Linux 6.14 and later do): their size was not checked"
+            print("⚠️ " + note)
             #expect(!Self.kernel(atLeast: 6, 14), "a kernel that gives tmpfs large pages counts them")
         }
     }

@@ -1,8 +1,9 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
-import Synchronization
 
 /// A child process (typically the daemon under test) started with `posix_spawn`.
 ///

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 
 /// The shared engine behind `TestOrigin`: listener, routes, records and the
 /// registry of connection threads.

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 
 /// A small forward HTTP proxy on 127.0.0.1 that records what it is asked, for tests of `--proxy`.
 ///
@@ -12,8 +13,11 @@ import Synchronization
 public final class RecordingProxy: @unchecked Sendable {
     /// One request the proxy received: method, target as sent (absolute URL or `host:port`) and headers.
     public struct Entry: Sendable {
+        /// The request method (`GET`, `CONNECT`).
         public let method: String
+        /// The request target as sent.
         public let target: String
+        /// The header fields, in order.
         public let headers: [(String, String)]
     }
 
@@ -25,10 +29,12 @@ public final class RecordingProxy: @unchecked Sendable {
     }
 
     private let listener: Int32
+    /// The port it listens on at 127.0.0.1.
     public let port: UInt16
     private let state = Mutex(State())
     private var acceptThread: JoinableThread?
 
+    /// Starts listening on a free port of 127.0.0.1 and accepting on its own thread.
     public init() throws {
         listener = try SocketIO.listen(host: "127.0.0.1", port: 0, backlog: 64)
         port = try SocketIO.localPort(listener)

@@ -16,11 +16,11 @@ public enum TestSupportError: Error, CustomStringConvertible, Sendable {
     /// A one-line human-readable explanation.
     public var description: String {
         switch self {
-        case let .systemCall(name, errno):
+        case .systemCall(let name, let errno):
             return "\(name) failed: \(String(cString: strerror(errno))) (errno \(errno))"
-        case let .invalidArgument(message):
+        case .invalidArgument(let message):
             return "invalid argument: \(message)"
-        case let .timedOut(command, seconds, output):
+        case .timedOut(let command, let seconds, let output):
             return "\(command) did not finish within \(seconds) s; output so far:\n\(output)"
         }
     }

@@ -3,8 +3,10 @@ import ImgfsModel
 
 /// Who sent a request: the user id of the calling process, as the kernel gives it with each request.
 public struct Caller: Equatable, Sendable {
+    /// The calling process's user id.
     public var uid: UInt32
 
+    /// The caller with user id `uid`.
     public init(uid: UInt32) {
         self.uid = uid
     }

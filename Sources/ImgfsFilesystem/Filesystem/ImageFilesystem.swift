@@ -22,6 +22,7 @@ public final class ImageFilesystem: Sendable {
         /// The mount's owner: the user the daemon runs as, who (with root) may change the caches and list them.
         public var owner = UInt32(getuid())
 
+        /// The defaults above; the daemon sets each from its options.
         public init() {}
     }
 
@@ -43,6 +44,8 @@ public final class ImageFilesystem: Sendable {
         /// reader, rather than into the page cache and out again (later opens find the whole image in a file).
         public var arrivingAlone = false
 
+        /// Whether both describe the same open: the same handle and flags, a preload or none, the same kernel-readable
+        /// file or none (the preload's bytes are not compared).
         public static func == (lhs: OpenFile, rhs: OpenFile) -> Bool {
             lhs.handle == rhs.handle && lhs.directIO == rhs.directIO && (lhs.preload == nil) == (rhs.preload == nil)
                 && lhs.kernelReadable?.identity == rhs.kernelReadable?.identity
@@ -53,9 +56,14 @@ public final class ImageFilesystem: Sendable {
     /// The largest image handed over with its open (``OpenFile/preload``).
     public static let preloadLimit = 1 << 20
 
+    /// Answers `getattr`: the inode's attributes and their timeouts, or why not (the adapter replies with its errno).
     public typealias AttributesReply = @Sendable (Result<Entry, FilesystemError>) -> Void
+    /// Answers `lookup`: the named inode's entry, or why not (the adapter replies with its errno).
     public typealias EntryReply = @Sendable (Result<Entry, FilesystemError>) -> Void
+    /// Answers `read`: the bytes of the range (fewer at the image's end), or why not (the adapter replies with its
+    /// errno).
     public typealias ReadReply = @Sendable (Result<ImageSlice, FilesystemError>) -> Void
+    /// Answers `open`: the open file, or why not (the adapter replies with its errno).
     public typealias OpenReply = @Sendable (Result<OpenFile, FilesystemError>) -> Void
 
     let repository: ImageRepository
@@ -79,6 +87,8 @@ public final class ImageFilesystem: Sendable {
     /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
     let reloadStatus: ReloadStatus?
 
+    /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
+    /// reload status are served when given.
     public init(
         repository: ImageRepository, registry: LongNameRegistry, configuration: Configuration = Configuration(),
         placeholder: Placeholder? = nil, logger: Logger, variants: VariantStore? = nil,

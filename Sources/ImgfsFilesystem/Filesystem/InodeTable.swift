@@ -33,11 +33,17 @@ public enum Node: Hashable, Sendable {
 /// Guarantees: one inode number per node while the kernel holds a reference; numbers are never reused within a mount;
 /// the fixed directories always resolve.
 public final class InodeTable: Sendable {
+    /// The mount's root directory.
     public static let rootInode: UInt64 = 1
+    /// `img/`, the images by URL.
     public static let imagesInode: UInt64 = 2
+    /// `img/+/`, where chunked names (of URLs too long for one name) start.
     public static let chunkRootInode: UInt64 = 3
+    /// `.imgfs/`, the control directory.
     public static let controlInode: UInt64 = 4
+    /// `lists/`, one directory per URL list.
     public static let listsInode: UInt64 = 8
+    /// `hosts/`, one directory per host of the cached images.
     public static let hostsInode: UInt64 = 9
 
     private struct Slot {
@@ -53,6 +59,7 @@ public final class InodeTable: Sendable {
 
     private let state = Locked(State())
 
+    /// A table that holds only the fixed directories.
     public init() {}
 
     /// What `inode` stands for, or nil when it is not (or no longer) known.

@@ -9,6 +9,7 @@ public final class Placeholder: Sendable {
     public let bytes: ImageBytes
     private let count = Locked(0)
 
+    /// A placeholder serving `bytes`, not yet served.
     public init(bytes: [UInt8]) {
         self.bytes = ImageBytes(copying: bytes)
     }

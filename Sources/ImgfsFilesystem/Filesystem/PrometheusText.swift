@@ -3,8 +3,10 @@ import ImgfsModel
 import ImgfsPipeline
 
 /// Statistics in the Prometheus text exposition format (version 0.0.4), for `.imgfs/metrics`.
-public enum PrometheusText {
-    public static func render(
+enum PrometheusText {
+    /// The metrics of `statistics`, of the variants when `variants` is given, and the uptime in seconds, one family
+    /// after another.
+    static func render(
         _ statistics: RepositoryStatistics, variants: VariantCounters? = nil, uptime: TimeInterval
     ) -> String {
         var lines: [String] = []

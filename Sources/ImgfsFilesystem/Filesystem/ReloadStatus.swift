@@ -22,6 +22,7 @@ public final class ReloadStatus: Sendable {
 
     private let state: Locked<Snapshot>
 
+    /// A status that has seen no reload, for the given policy file and log file.
     public init(policyFile: String?, logFile: String?) {
         state = Locked(Snapshot(policyFile: policyFile, logFile: logFile))
     }

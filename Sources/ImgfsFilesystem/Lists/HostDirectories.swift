@@ -12,15 +12,21 @@ import ImgfsPipeline
 public final class HostDirectories: Sendable {
     /// Per-host counters of opens.
     public struct Counters: OpenCounting, Sendable, Codable, Equatable {
+        /// Opens of the host's images, by whatever name.
         public var opens = 0
+        /// Opens that found the image cached (memory or disk).
         public var hits = 0
+        /// Opens that did not.
         public var misses = 0
+        /// The sizes of the opened images, where known at the open.
         public var bytes = 0
     }
 
     /// One host's counters with its name.
     public struct Named: Sendable, Codable, Equatable {
+        /// The host's directory name (``HostDirectories/directoryName(_:)``).
         public let host: String
+        /// The host's counters.
         public let counters: Counters
     }
 
@@ -32,6 +38,7 @@ public final class HostDirectories: Sendable {
     private let uncached = Locked<Set<ImageURL>>([])
     static let uncachedLimit = 100_000
 
+    /// The view of the images cached in `tiers`.
     public init(tiers: CacheTiers) {
         self.tiers = tiers
     }

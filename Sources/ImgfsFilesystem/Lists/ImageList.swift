@@ -7,10 +7,12 @@ import ImgfsModel
 public struct ImageList: Sendable {
     /// One file of the directory.
     public struct Entry: Sendable, Equatable {
+        /// The entry's file name in the list's directory.
         public let name: String
         /// The URL's text as stored.
         public let urlText: String
 
+        /// The entry `name` for `url`.
         public init(name: String, url: ImageURL) {
             self.name = name
             self.urlText = url.string
@@ -26,10 +28,13 @@ public struct ImageList: Sendable {
         public func url(keying: (any CacheKeying)?) -> ImageURL? { try? ImageURL(urlText, keying: keying) }
     }
 
+    /// The list's name: its directory's name under `lists/`.
     public let name: String
+    /// The entries, in list order.
     public let entries: [Entry]
     private let positions: [String: Int]
 
+    /// The list `name` of `entries` (a name that repeats is found at its first entry).
     public init(name: String, entries: [Entry]) {
         self.name = name
         self.entries = entries

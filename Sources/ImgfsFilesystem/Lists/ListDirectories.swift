@@ -8,8 +8,11 @@ import ImgfsPipeline
 /// Guarantees: listing and looking up never touch the network; an entry looked up in a list is remembered with its
 /// position, so that opening it (by whatever name) loads ahead in that list (``ReadAhead``).
 public final class ListDirectories: Sendable {
+    /// The lists shown.
     public let store: ListStore
+    /// What loads ahead when a list's entry is opened.
     public let readAhead: ReadAhead
+    /// The per-host view, `hosts/`.
     public let hosts: HostDirectories
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
     private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
@@ -18,6 +21,7 @@ public final class ListDirectories: Sendable {
     private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
     private let openHandles = OpenHandleCounter()
 
+    /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
         self.store = store
         self.readAhead = readAhead

@@ -11,6 +11,7 @@ import ImgfsStore
 public final class ListStore: Sendable {
     /// Why a list name is refused.
     public struct InvalidName: Error, CustomStringConvertible {
+        /// Why, in one line.
         public let description: String
     }
 
@@ -18,9 +19,11 @@ public final class ListStore: Sendable {
     public static let recheckInterval: TimeInterval = 0.2
     static let suffix = ".list"
 
+    /// `<cache>/lists`, where the list files are.
     public let directory: URL
     private let loaded = Locked<[String: (list: ImageList, stamp: Date?, checked: Date)]>([:])
 
+    /// The lists in `directory`, which need not exist yet; nothing is read until a list is looked up.
     public init(directory: URL) {
         self.directory = directory
     }
@@ -115,8 +118,11 @@ public final class ListStore: Sendable {
 
 /// A list could not be written (`imgfs list add`): nothing of it was left behind.
 public struct ListWriteError: Error, CustomStringConvertible {
+    /// The list's name.
     public let name: String
+    /// What went wrong, in the system's words.
     public let reason: String
 
+    /// One line naming the list and the reason.
     public var description: String { "cannot write the list \(name): \(reason)" }
 }

@@ -8,20 +8,26 @@ import ImgfsModel
 public struct ListTable: Sequence {
     /// One record: its fields and the line it starts on.
     public struct Record: Sendable, Equatable {
+        /// The 1-based line of the text the record starts on.
         public let line: Int
+        /// The fields, unquoted.
         public let fields: [String]
         /// Whether the record ended inside an open quote (the text ended first).
         public let unterminated: Bool
     }
 
+    /// The whole text.
     public let text: String
+    /// What separates fields: `,` for CSV, a tab for TSV.
     public let separator: Unicode.Scalar
 
+    /// The records of `text`, with fields separated by `separator`.
     public init(_ text: String, separator: Unicode.Scalar) {
         self.text = text
         self.separator = separator
     }
 
+    /// An iterator over the records, from the first.
     public func makeIterator() -> Iterator { Iterator(text: text, separator: separator) }
 
     /// Reads records one at a time.
@@ -45,6 +51,7 @@ public struct ListTable: Sequence {
             return scalars.next()
         }
 
+        /// The next record, or nil at the end of the text.
         public mutating func next() -> Record? {
             var fields: [String] = []
             var field = String.UnicodeScalarView()

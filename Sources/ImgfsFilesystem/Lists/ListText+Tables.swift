@@ -9,10 +9,12 @@ import ImgfsModel
 extension ListText {
     /// Which columns (CSV, TSV) or keys (JSON Lines) hold an entry's URL and, optionally, its name.
     public struct Columns: Sendable, Equatable {
+        /// The URL column (or key); `url` unless told otherwise.
         public var url: String
         /// The name column; nil: a column called `name` if there is one.
         public var name: String?
 
+        /// The columns `url` and, when given, `name`.
         public init(url: String = "url", name: String? = nil) {
             self.url = url
             self.name = name
@@ -21,6 +23,7 @@ extension ListText {
 
     /// Why a list cannot be read at all.
     public struct Unreadable: Error, CustomStringConvertible {
+        /// Why, in one line.
         public let description: String
     }
 

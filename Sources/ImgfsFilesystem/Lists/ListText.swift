@@ -9,17 +9,23 @@ import ImgfsModel
 public enum ListText {
     /// One valid line.
     public struct Line: Sendable, Equatable {
+        /// The image's URL.
         public let url: ImageURL
+        /// The file name given after a tab; nil: a name is made from the URL.
         public let givenName: String?
     }
 
     /// One rejected line.
     public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        /// The 1-based line number.
         public let line: Int
+        /// Why the line was rejected.
         public let reason: String
+        /// `line <n>: <reason>`.
         public var description: String { "line \(line): \(reason)" }
     }
 
+    /// The valid lines of `text`, in order, and the rejected ones.
     public static func parse(_ text: String) -> (lines: [Line], problems: [Problem]) {
         var lines: [Line] = []
         var problems: [Problem] = []

@@ -15,9 +15,11 @@ import ImgfsPipeline
 public final class ReadAhead: Sendable {
     /// Per-list counters.
     public struct Counters: OpenCounting, Sendable, Codable, Equatable {
+        /// Opens of the list's entries.
         public var opens = 0
         /// Opens that found the image cached (memory or disk), and those that did not.
         public var hits = 0
+        /// Opens that did not find the image cached.
         public var misses = 0
         /// The sizes of the opened images, where known at the open.
         public var bytes = 0
@@ -38,10 +40,12 @@ public final class ReadAhead: Sendable {
         var counters = Counters()
     }
 
+    /// How many entries after an opened one are loaded (`--tune read-ahead`); 0: none.
     public let depth: Int
     private let repository: ImageRepository
     private let state = Locked<[String: ListState]>([:])
 
+    /// Read-ahead of `depth` entries (negative counts as 0) through `repository`.
     public init(depth: Int, repository: ImageRepository) {
         self.depth = max(0, depth)
         self.repository = repository
@@ -92,7 +96,9 @@ public final class ReadAhead: Sendable {
 
     /// One list's counters with its name (for JSON, where a name must not be taken for a key).
     public struct Named: Sendable, Codable, Equatable {
+        /// The list's name.
         public let name: String
+        /// The list's counters.
         public let counters: Counters
     }
 

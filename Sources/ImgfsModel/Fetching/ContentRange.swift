@@ -10,6 +10,7 @@ public struct ContentRange: Equatable, Sendable {
     /// The size of the whole representation, when the server said it.
     public var total: Int?
 
+    /// The range of bytes `first` through `last` of `total`.
     public init(first: Int, last: Int, total: Int?) {
         self.first = first
         self.last = last

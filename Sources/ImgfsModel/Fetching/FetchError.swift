@@ -31,6 +31,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The request was refused by imgfs's own policy (private network, host not allowed); the text says why.
     case refused(String)
 
+    /// One line that says what failed, for the log and for the error attribute `imgfs why` reads.
     public var description: String {
         switch self {
         case .httpStatus(let status): "HTTP \(status) \(HTTPStatus.reason(status))"

@@ -9,5 +9,6 @@ public enum FetchPriority: Int, Comparable, Sendable, CaseIterable {
     /// Warming the cache (`imgfs prefetch`); nobody waits for it.
     case background = 2
 
+    /// Whether `lhs` goes before `rhs`: a lower raw value is more urgent.
     public static func < (lhs: FetchPriority, rhs: FetchPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }

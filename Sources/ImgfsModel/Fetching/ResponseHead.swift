@@ -2,10 +2,13 @@ import Foundation
 
 /// The parts of a final 2xx response's header that imgfs uses.
 public struct ResponseHead: Equatable, Sendable {
+    /// The HTTP status code.
     public var status: Int
     /// Content-Length, when the response announced it.
     public var contentLength: Int?
+    /// Content-Type, when the response named one.
     public var contentType: String?
+    /// ETag, when the response carried one.
     public var etag: String?
     /// Last-Modified, parsed.
     public var lastModified: Date?
@@ -32,6 +35,7 @@ public struct ResponseHead: Equatable, Sendable {
     /// with a cached image so that `--deny-private-networks` applies to it after a remount.
     public var remoteAddress: String?
 
+    /// A head with the given fields; one left out was absent from the response.
     public init(
         status: Int, contentLength: Int? = nil, contentType: String? = nil, etag: String? = nil,
         lastModified: Date? = nil

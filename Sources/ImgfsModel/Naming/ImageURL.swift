@@ -118,12 +118,15 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The URL's text.
     public var description: String { string }
 
     // Every other field is derived from the text, so it alone decides equality (hashing all fields cost the inode
     // table's lock holders time on every request).
+    /// Whether both are the same text.
     public static func == (lhs: ImageURL, rhs: ImageURL) -> Bool { lhs.string == rhs.string }
 
+    /// Hashes the text alone.
     public func hash(into hasher: inout Hasher) { hasher.combine(string) }
 
     // MARK: - Parsing helpers

@@ -20,6 +20,7 @@ public final class LongNameRegistry: Sendable {
     public let byteLimit: Int
     private let table = Locked(Table())
 
+    /// An empty registry that keeps at most `byteLimit` bytes of URL text.
     public init(byteLimit: Int = 4 << 20) {
         self.byteLimit = byteLimit
     }

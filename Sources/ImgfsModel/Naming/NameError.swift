@@ -21,6 +21,7 @@ public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A long-URL name (`~<sha256>`) that no URL has been registered under.
     case unknownDigest
 
+    /// One line that says why the name was refused.
     public var description: String {
         switch self {
         case .invalidPercentEscape(let offset): "invalid percent escape at byte \(offset) of the name"

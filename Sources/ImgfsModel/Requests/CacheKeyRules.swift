@@ -6,6 +6,7 @@ public struct CacheKeyRules: Sendable, Equatable {
     /// Parameter names or globs (`*` matches any run of characters), compared case-insensitively.
     public var dropped: [String]
 
+    /// Rules that drop the parameters named or matched by `dropped`.
     public init(dropped: [String] = []) {
         self.dropped = dropped
     }

@@ -29,6 +29,7 @@ public struct HostRule: Sendable, Equatable {
     /// Whether this host's images stay on disk however long expired (only the size cap evicts them), for use offline.
     public var keepOffline: Bool?
 
+    /// A rule for hosts matching `pattern` that sets nothing; every setting falls through to the defaults.
     public init(pattern: String) {
         self.pattern = pattern
     }

@@ -9,6 +9,7 @@ public struct HostRules: Sendable, Equatable {
     /// The policy file's rules, first match wins.
     public var rules: [HostRule]
 
+    /// Rules whose settings come from the first of `rules` that matches a host, then `defaults`.
     public init(defaults: HostRule = HostRule(pattern: "*"), rules: [HostRule] = []) {
         self.defaults = defaults
         self.rules = rules

@@ -14,6 +14,7 @@ public struct RequestProfile: Sendable, Equatable {
     /// The reason the host is refused, if it is.
     public var refusal: String?
 
+    /// A profile with no headers, User-Agent, Referer or cookie file of its own, and no refusal.
     public init() {}
 
     /// A digest of what may make the origin answer differently than to anyone (every header line, the cookie file),

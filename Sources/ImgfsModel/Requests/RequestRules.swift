@@ -21,6 +21,7 @@ public final class RequestRules: CacheKeying, Equatable {
     /// request carries credentials.
     public let credentialScopes: [String]
 
+    /// The rules `rules` give, with what every request needs worked out once.
     public init(_ rules: HostRules) {
         hostRules = rules
         defaultProfile = HostRules(defaults: rules.defaults).profile(for: "")

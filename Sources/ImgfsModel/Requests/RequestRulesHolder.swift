@@ -9,6 +9,7 @@
 public final class RequestRulesHolder: Sendable {
     private let snapshot: Locked<RequestRules>
 
+    /// A holder whose first snapshot is made from `rules`.
     public init(_ rules: HostRules = HostRules()) {
         snapshot = Locked(RequestRules(rules))
     }

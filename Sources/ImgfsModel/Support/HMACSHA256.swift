@@ -1,9 +1,9 @@
 /// HMAC-SHA-256 (RFC 2104 over ``SHA256``): a message authentication code under a secret key.
 ///
-/// Guarantees: `finish()` is `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))` with the key zero-padded to SHA-256's 64-byte
-/// block (a longer key is hashed first), as RFC 2104 and RFC 4231 define it; a value keeps the key's padded blocks,
-/// so one keyed value can be copied and fed many messages. ``matches(_:_:)`` compares codes in time that does not
-/// depend on where they differ.
+/// Guarantees: `finish()` is `H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ message))` with the key zero-padded to SHA-256's
+/// 64-byte block (a longer key is hashed first), as RFC 2104 and RFC 4231 define it; a value keeps the key's padded
+/// blocks, so one keyed value can be copied and fed many messages. ``matches(_:_:)`` compares codes in time that does
+/// not depend on where they differ.
 public struct HMACSHA256: Sendable {
     /// The inner hash, fed `K ⊕ ipad` and the message so far.
     private var inner = SHA256()

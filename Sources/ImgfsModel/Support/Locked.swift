@@ -15,6 +15,7 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
+    /// A lock that holds `value`.
     public init(_ value: consuming Value) {
         self.value = value
     }

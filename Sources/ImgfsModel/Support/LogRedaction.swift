@@ -4,9 +4,9 @@ import Logging
 /// `https://cdn/a.png?…`, so a log does not hold the tokens of signed links.
 ///
 /// Guarantees: every `http://` or `https://` URL (any case), and every URL percent-encoded as a name under `img/`
-/// (`https%3A%2F%2F…`, its `?` written `%3F`), keeps its scheme, host and path; the bytes from its `?` (or `%3F`) up to
-/// its fragment (`#`, `%23`), a space, a quote, `<`, `>` or the end of the text become `…`. Text without URLs is
-/// returned unchanged.
+/// (`https%3A%2F%2F…`, its `?` written `%3F`), keeps its scheme, host and path; the bytes from its `?` (or `%3F`)
+/// up to its fragment (`#`, `%23`), a space, a quote, `<`, `>` or the end of the text become `…`. Text without URLs
+/// is returned unchanged.
 public enum LogRedaction {
     /// `text` with the query of every URL in it shortened to `…`.
     public static func shortenQueries(_ text: String) -> String {
@@ -69,12 +69,15 @@ public enum LogRedaction {
 /// A log handler that gives every event to `wrapped` with the query strings of the URLs in its message and metadata
 /// shortened (``LogRedaction``). The daemon logs through it unless its log level is `debug` or `trace`.
 public struct QueryShorteningLogHandler: LogHandler {
+    /// The handler every event goes to once shortened.
     public var wrapped: any LogHandler
 
+    /// A handler that shortens what it gives `handler`.
     public init(wrapping handler: any LogHandler) {
         wrapped = handler
     }
 
+    /// Gives `event` to ``wrapped`` with the queries in its message and metadata shortened.
     public func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: LogRedaction.shortenQueries(event.message.description))
@@ -90,21 +93,25 @@ public struct QueryShorteningLogHandler: LogHandler {
         }
     }
 
+    /// The wrapped handler's metadata provider.
     public var metadataProvider: Logger.MetadataProvider? {
         get { wrapped.metadataProvider }
         set { wrapped.metadataProvider = newValue }
     }
 
+    /// The wrapped handler's metadata, unshortened (it is shortened per event).
     public var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
+    /// The wrapped handler's log level.
     public var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
+    /// One item of the wrapped handler's metadata.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue }

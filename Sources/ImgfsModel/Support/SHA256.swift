@@ -32,6 +32,7 @@ public struct SHA256: Sendable {
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
 
+    /// A hash of no bytes yet.
     public init() { pending.reserveCapacity(64) }
 
     /// Feeds more bytes.
@@ -158,7 +159,6 @@ public struct SHA256: Sendable {
             }
         }
     }
-
 }
 
 @inline(__always)

@@ -22,7 +22,9 @@ public final class CacheTiers: Sendable {
         case expired
     }
 
+    /// The memory tier.
     public let memory: MemoryCache
+    /// The disk tier, when the mount has one.
     public let disk: (any DiskCaching)?
     /// The disk writes queued: a tier between memory and disk until each lands.
     let writes: DiskWriteScheduler
@@ -32,6 +34,8 @@ public final class CacheTiers: Sendable {
     package let rules: RequestRulesHolder
     private let logger: Logger
 
+    /// The tiers `memory`, the writes queued in `writes` and `disk`, looked up in that order; bodies read from disk
+    /// are held in `bodyMemory`, and keys follow the URLs' request rules in `rules`.
     public init(
         memory: MemoryCache, disk: (any DiskCaching)?, writes: DiskWriteScheduler,
         bodyMemory: BodyMemory = .ordinary, rules: RequestRulesHolder = RequestRulesHolder(), logger: Logger

@@ -5,7 +5,9 @@ import ImgfsModel
 public struct CachedImage: Sendable {
     /// The URL (without fragment) it was fetched from.
     public var url: ImageURL
+    /// The whole body.
     public var bytes: ImageBytes
+    /// The metadata of the response the body came with.
     public var metadata: ImageMetadata
     /// After this the image must be revalidated before it is served (except when the origin cannot be reached).
     public var expiresAt: Date
@@ -16,6 +18,7 @@ public struct CachedImage: Sendable {
     /// The numeric address the bytes came from, when known (see ``CacheRecord/remoteAddress``).
     public var remoteAddress: String?
 
+    /// An image of `url` with its body, metadata and expiry.
     public init(
         url: ImageURL, bytes: ImageBytes, metadata: ImageMetadata, expiresAt: Date, validatedAt: Date? = nil,
         expiryFromHeaders: Bool? = nil, remoteAddress: String? = nil

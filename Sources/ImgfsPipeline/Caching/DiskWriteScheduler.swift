@@ -37,6 +37,7 @@ public final class DiskWriteScheduler: Sendable {
         /// writes them at once.
         public var holdLimit = 16 << 20
 
+        /// The defaults above; the daemon sets each from its options.
         public init() {}
     }
 
@@ -68,6 +69,7 @@ public final class DiskWriteScheduler: Sendable {
     /// How often a write waiting for transfers to end looks again (nanoseconds).
     private static let transferPoll: UInt64 = 5_000_000
 
+    /// A scheduler that writes on `worker`, paced by `pacing`; the bodies it holds are bounded by `memory`'s budget.
     public init(worker: any SerialWorker, pacing: Pacing, memory: MemoryCache, logger: Logger) {
         self.worker = worker
         self.pacing = pacing

@@ -14,9 +14,12 @@ import ImgfsStore
 /// another `--expire` applies to every cached image; with `honorsCacheControl`, an expiry the response's headers set
 /// is kept as stored, and one that fell back to `lifetime` is computed again.
 public struct ExpiryPolicy: Sendable {
+    /// How long an image is fresh when its headers do not decide (`--expire`).
     public var lifetime: TimeInterval
+    /// Whether Cache-Control and Expires decide (`--cache-control`).
     public var honorsCacheControl: Bool
 
+    /// A policy of `lifetime` seconds that honours the headers when `honorsCacheControl`.
     public init(lifetime: TimeInterval = 24 * 3600, honorsCacheControl: Bool = false) {
         self.lifetime = lifetime
         self.honorsCacheControl = honorsCacheControl
@@ -26,10 +29,12 @@ public struct ExpiryPolicy: Sendable {
     public struct Decision: Equatable, Sendable {
         /// Whether it may be written to the disk cache.
         public var store: Bool
+        /// When the image stops being fresh.
         public var expiresAt: Date
         /// Whether the response's headers set `expiresAt` (with `honorsCacheControl`), rather than `lifetime`.
         public var fromHeaders: Bool
 
+        /// A decision with the given fields.
         public init(store: Bool, expiresAt: Date, fromHeaders: Bool = false) {
             self.store = store
             self.expiresAt = expiresAt
@@ -53,6 +58,7 @@ public struct ExpiryPolicy: Sendable {
         expiry(stored: image.expiresAt, validatedAt: image.validatedAt, fromHeaders: image.expiryFromHeaders)
     }
 
+    /// Whether a response with `head`, received at `now`, may be stored on disk and until when it is fresh.
     public func decide(for head: ResponseHead, now: Date) -> Decision {
         guard honorsCacheControl else { return Decision(store: true, expiresAt: now + lifetime) }
         let directives = Self.directives(head.cacheControl)

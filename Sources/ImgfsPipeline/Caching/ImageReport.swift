@@ -11,11 +11,14 @@ public struct ImageReport: Equatable, Sendable {
 
     /// nil when the image is neither cached nor being fetched.
     public var source: Source?
+    /// The image's metadata, when it is cached or its head has arrived.
     public var metadata: ImageMetadata?
+    /// When the cached image stops being fresh; nil when it is not cached.
     public var expiresAt: Date?
     /// The last failure, until the image is fetched successfully.
     public var error: FetchError?
 
+    /// A report with the given fields.
     public init(source: Source?, metadata: ImageMetadata?, expiresAt: Date?, error: FetchError?) {
         self.source = source
         self.metadata = metadata

@@ -26,6 +26,7 @@ import Logging
 ///   so no caller ever misses both.
 /// - A corrupt disk entry is dropped and fetched again transparently.
 public final class ImageRepository: Sendable {
+    /// How the repository caches (``RepositoryConfiguration``).
     public typealias Configuration = RepositoryConfiguration
     typealias SourceReply = @Sendable (Result<ImageSource, FetchError>) -> Void
 
@@ -51,6 +52,8 @@ public final class ImageRepository: Sendable {
     /// How many file handles are open on an image (a transfer with one open is wanted).
     let openHandles = OpenHandleCounter()
 
+    /// A repository that fetches with `fetcher` (under ``CachePolicy/cacheOnly`` with a shared tier, from the tier's
+    /// store alone), caches in `memory` and `disk`, and writes the disk on `diskWriter`; `now` gives the time.
     public init(
         fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
         logger: Logger, now: @escaping @Sendable () -> Date = { Date() },

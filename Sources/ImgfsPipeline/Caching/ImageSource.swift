@@ -13,6 +13,7 @@ public enum ImageSource: Sendable {
     /// kernel (``ImageRepository/opening(_:interest:fileAbove:glance:reply:)``), and whether the body is still arriving (a
     /// transfer has not delivered all of it yet).
     public typealias Found = (metadata: ImageMetadata, body: ImageSlice?, file: KernelReadableBody?, arriving: Bool)
+    /// Answers a look-up: what was found, or why nothing could be.
     public typealias FoundReply = @Sendable (Result<Found, FetchError>) -> Void
 
     /// The metadata (and whole body, when in memory) of a resolved source: at once, or when a transfer knows it.

@@ -8,9 +8,13 @@ import ImgfsModel
 public final class MemoryCache: Sendable {
     /// Counters since the cache was made.
     public struct Counters: Codable, Equatable, Sendable {
+        /// Look-ups that found an image.
         public var hits = 0
+        /// Look-ups that found none.
         public var misses = 0
+        /// Images dropped to stay within the budget.
         public var evictions = 0
+        /// Purges (each empties the cache).
         public var purges = 0
     }
 
@@ -42,6 +46,7 @@ public final class MemoryCache: Sendable {
     public let configuredBudget: Int
     private let state: Locked<State>
 
+    /// An empty cache that holds at most `budget` bytes (a negative budget counts as 0).
     public init(budget: Int) {
         configuredBudget = max(0, budget)
         state = Locked(State(budget: configuredBudget))
@@ -156,6 +161,7 @@ public final class MemoryCache: Sendable {
     public var totalBytes: Int { state.withLock { $0.bytes } }
     /// Images held.
     public var count: Int { state.withLock { $0.nodes.count } }
+    /// The counters so far.
     public var counters: Counters { state.withLock { $0.counters } }
 
     // MARK: - List (lock held)

@@ -3,8 +3,11 @@ import ImgfsModel
 
 /// How an ``ImageRepository`` caches: policy, expiry, failure memory, limits, disk-write pacing, body memory.
 public struct RepositoryConfiguration: Sendable {
+    /// When the caches are asked and when the origin (`--policy`).
     public var policy = CachePolicy.cacheElseLoad
+    /// How long a fetched image is fresh.
     public var expiry = ExpiryPolicy()
+    /// How long a failed fetch is answered from memory before the origin is asked again.
     public var failureMemory = FailureMemory()
     /// An image the origin vouched for this recently is fresh whatever its expiry, so that one program's lookup,
     /// open and reads see one fetch even of a `no-store` or `max-age=0` image.
@@ -25,6 +28,7 @@ public struct RepositoryConfiguration: Sendable {
     /// (never the origin), and its counters join the statistics.
     public var sharedTier: SharedTierFetcher?
 
+    /// The defaults above; the daemon sets each from its options.
     public init() {}
 }
 
@@ -35,6 +39,7 @@ public struct FailureMemory: Sendable {
     /// For everything else: long enough that one program's stat, open and read see one attempt.
     public var transient: TimeInterval
 
+    /// A memory of `permanent` seconds for permanent failures and `transient` seconds for transient ones.
     public init(permanent: TimeInterval = 60, transient: TimeInterval = 1) {
         self.permanent = permanent
         self.transient = transient

@@ -26,14 +26,23 @@ public struct RepositoryCounters: Codable, Equatable, Sendable {
 
 /// A snapshot of what the caches hold and what they did, for `.imgfs/stats.json`.
 public struct RepositoryStatistics: Codable, Equatable, Sendable {
+    /// What the repository itself did: transfers, joins, revalidations, failures (``RepositoryCounters``).
     public var counters: RepositoryCounters
+    /// What the memory cache did.
     public var memory: MemoryCache.Counters
+    /// Bytes the memory cache holds.
     public var memoryBytes: Int
+    /// Images the memory cache holds.
     public var memoryEntries: Int
+    /// The memory cache's budget in force, in bytes (lowered under a memory limit).
     public var memoryBudget: Int
+    /// Bytes the disk cache holds; 0 without one.
     public var diskBytes: Int
+    /// Entries the disk cache holds; 0 without one.
     public var diskEntries: Int
+    /// Entries the disk cache evicted since it was opened.
     public var diskEvictions: Int
+    /// Transfers under way.
     public var inFlight: Int
     /// The shared tier's counters, when the mount uses one (`--shared-cache`).
     public var sharedTier: SharedTierCounters? = nil

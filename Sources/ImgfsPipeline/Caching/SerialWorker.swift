@@ -14,14 +14,17 @@ public protocol SerialWorker: Sendable {
 public struct DispatchSerialWorker: SerialWorker {
     private let queue: DispatchQueue
 
+    /// A worker on a new serial queue named `label`.
     public init(label: String) {
         queue = DispatchQueue(label: label)
     }
 
+    /// Queues `work` on the queue; returns at once.
     public func submit(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
     }
 
+    /// Returns once everything submitted before the call has run.
     public func drain() {
         queue.sync {}
     }

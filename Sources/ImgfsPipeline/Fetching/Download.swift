@@ -9,7 +9,9 @@ import ImgfsModel
 /// shorter than its Content-Length is a failure; a body that starts again (a retry that could not resume) replaces
 /// the bytes held only when no reader had any of them, and otherwise must repeat them exactly (never a mix).
 public final class Download: TransferObserving, Sendable {
+    /// Answers a metadata waiter: the image's metadata once the head has arrived, or why the download failed.
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
+    /// Answers a reader: its range of the body once it has arrived, or why the download failed.
     public typealias ReadReply = @Sendable (Result<ImageSlice, FetchError>) -> Void
 
     /// Where the transfer is.
@@ -58,6 +60,7 @@ public final class Download: TransferObserving, Sendable {
         /// Whether the body must start with a known image signature (off with `--allow-any-type`).
         public var requireImage = true
 
+        /// Limits of `maxSize` bytes, checking the image signature when `requireImage`.
         public init(maxSize: Int = 64 << 20, requireImage: Bool = true) {
             self.maxSize = maxSize
             self.requireImage = requireImage
@@ -68,6 +71,7 @@ public final class Download: TransferObserving, Sendable {
     public let url: ImageURL
     /// The request rules it was started under (its host's max size and expiry come from them).
     public let rules: RequestRules
+    /// What the body must satisfy.
     public let limits: Limits
     private let state = Locked(State())
 
@@ -77,6 +81,7 @@ public final class Download: TransferObserving, Sendable {
     /// Whether something outside the download holds on to it (a file handle open on its image).
     private let isHeld: @Sendable () -> Bool
 
+    /// A download of `url` with no waiters yet; nothing is fetched until a fetcher reports to it.
     public init(
         url: ImageURL, rules: RequestRules = .empty, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
         isHeld: @escaping @Sendable () -> Bool = { false }
@@ -211,6 +216,8 @@ public final class Download: TransferObserving, Sendable {
 
     // MARK: - TransferObserving
 
+    /// Takes the response head: answers the metadata waiters, or fails the download (false) when the head breaks the
+    /// limits or a reader's earlier bytes.
     @discardableResult
     public func transferDidReceive(head: ResponseHead) -> Bool {
         if !head.isNotModified, let length = head.contentLength, length > limits.maxSize {
@@ -237,6 +244,8 @@ public final class Download: TransferObserving, Sendable {
         return true
     }
 
+    /// Takes a body that starts again from byte 0; false (and failed) when a reader already had bytes of the first one
+    /// that the new head cannot repeat.
     public func transferDidRestart(head: ResponseHead) -> Bool {
         let refusal = state.withLock { state -> FetchError?? in
             if case .failed = state.phase { return .some(nil) }
@@ -262,6 +271,8 @@ public final class Download: TransferObserving, Sendable {
         return true
     }
 
+    /// Appends body bytes and answers the reads they cover; false (and failed) when the body passes the size limit, is
+    /// not an image, or differs from bytes already handed out.
     @discardableResult
     public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
         let (buffer, alreadyFailed, replayed, replay) = state.withLock { state in
@@ -313,6 +324,7 @@ public final class Download: TransferObserving, Sendable {
         return true
     }
 
+    /// Ends the download: a complete body serves every waiter; an error, or a body shorter than announced, fails them.
     public func transferDidComplete(error: FetchError?) {
         let ended = state.withLock { state -> Bool in
             switch state.phase {

@@ -43,11 +43,13 @@ public protocol TransferHandle: Sendable {
 }
 
 extension TransferHandle {
+    /// Does nothing: a fetcher without an admission queue starts every transfer at once.
     public func promote(to priority: FetchPriority) {}
 }
 
 /// One GET: the URL and, for a revalidation, the validators of the cached copy.
 public struct FetchRequest: Sendable, Equatable {
+    /// The URL to get, without fragment.
     public var url: ImageURL
     /// Sent as If-None-Match.
     public var etag: String?
@@ -61,6 +63,7 @@ public struct FetchRequest: Sendable, Equatable {
     /// changes requests made afterwards only.
     public var rules = RequestRules.empty
 
+    /// A GET of `url`, conditional when a validator is given, under no request rules.
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil, priority: FetchPriority = .waited) {
         self.url = url
         self.etag = etag

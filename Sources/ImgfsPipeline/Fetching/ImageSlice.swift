@@ -3,10 +3,14 @@ import ImgfsModel
 
 /// A range of an image's bytes handed to a reader. The buffers stay valid as long as the slice is alive.
 public struct ImageSlice: Sendable {
+    /// The image's bytes, held alive by the slice.
     public let bytes: ImageBytes
+    /// Where the range starts in the image.
     public let offset: Int
+    /// The range's length in bytes (0 at or past the image's end).
     public let count: Int
 
+    /// The `count` bytes of `bytes` from `offset`.
     public init(bytes: ImageBytes, offset: Int, count: Int) {
         self.bytes = bytes
         self.offset = offset

@@ -7,6 +7,7 @@ import Synchronization
 public final class Interest: Sendable {
     private let withdrawn = Atomic<Bool>(false)
 
+    /// An interest not yet withdrawn.
     public init() {}
 
     /// Whether the asker has gone away.

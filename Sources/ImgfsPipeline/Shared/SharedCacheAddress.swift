@@ -7,12 +7,18 @@ import ImgfsModel
 /// database 0 or more, default 0) and rejects anything else with a message that says what is wrong; the password is
 /// percent-decoded and never part of ``description``.
 public struct SharedCacheAddress: Equatable, Sendable, CustomStringConvertible {
+    /// The server's host name or IP address.
     public var host: String
+    /// The server's TCP port.
     public var port: Int
+    /// The database number (`SELECT`).
     public var database: Int
+    /// The user name to authenticate as (`AUTH user password`), if any.
     public var user: String?
+    /// The password to authenticate with, if any.
     public var password: String?
 
+    /// The address of a server at `host`; port, database and credentials default to Redis's.
     public init(host: String, port: Int = 6379, database: Int = 0, user: String? = nil, password: String? = nil) {
         self.host = host
         self.port = port
@@ -77,6 +83,7 @@ public struct SharedCacheAddress: Equatable, Sendable, CustomStringConvertible {
 public enum SharedCacheAddressError: Error, Equatable, CustomStringConvertible {
     case invalid(String)
 
+    /// One line that says what is wrong with the address.
     public var description: String {
         switch self {
         case .invalid(let why): "not a redis://[:password@]host:port[/db] address: \(why)"

@@ -28,6 +28,7 @@ public enum SharedStoreError: Error, Equatable, Sendable, CustomStringConvertibl
     /// The store answered with an error (e.g. `OOM command not allowed` when it is full).
     case refused(String)
 
+    /// One line that says why the store could not answer.
     public var description: String {
         switch self {
         case .unavailable(let why): "unavailable: \(why)"

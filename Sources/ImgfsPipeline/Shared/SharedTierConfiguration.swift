@@ -14,6 +14,7 @@ public struct SharedTierConfiguration: Sendable {
     /// How often a follower looks for new pieces: from `pollMinimum`, doubling while nothing new appears, up to
     /// `pollMaximum`.
     public var pollMinimum: TimeInterval = 0.002
+    /// The longest wait between two polls; see `pollMinimum`.
     public var pollMaximum: TimeInterval = 0.05
     /// The freshness rules of the mount: decide what is shared (never `no-store`) and the TTL in the store.
     public var expiry = ExpiryPolicy()
@@ -29,5 +30,6 @@ public struct SharedTierConfiguration: Sendable {
     /// Threads that read the store and follow other mounts' fetches.
     public var readers = 16
 
+    /// The defaults above; the daemon sets each from its options.
     public init() {}
 }

@@ -21,6 +21,7 @@ public struct SharedTierCounters: Codable, Equatable, Sendable {
     /// Whether the store is usable now (1) or not (0).
     public var up = 1
 
+    /// All counters at zero, and the store counted up.
     public init() {}
 }
 

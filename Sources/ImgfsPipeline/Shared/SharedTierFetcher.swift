@@ -43,6 +43,8 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     private let loggedRefusals = Locked<Set<String>>([])
     private let backlog = Locked(0)
 
+    /// A tier in front of `origin` over `store`; `resolve` gives a host's addresses for `--deny-private-networks`.
+    /// Its reader, publisher and lease-renewal threads start at once.
     public init(
         origin: any ImageFetching, store: any SharedStoring, configuration: SharedTierConfiguration,
         logger: Logger, resolve: @escaping @Sendable (String) -> [NetworkAddress]? = { _ in nil }
@@ -60,6 +62,8 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
         renewer.start()
     }
 
+    /// Serves the request from the store, from another mount's fetch under way, or from the origin (then publishing
+    /// what it gets); `observer` hears one transfer whichever it was.
     public func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
         start(request, observer: observer, originAllowed: true)
     }

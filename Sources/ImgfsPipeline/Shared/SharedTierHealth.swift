@@ -23,6 +23,8 @@ public final class SharedTierHealth: Sendable {
     private let retryInterval: TimeInterval
     private let now: @Sendable () -> Date
 
+    /// A health that starts up and tries the store again at most every `retryInterval` seconds after a failure,
+    /// reading the time from `now`.
     public init(logger: Logger, retryInterval: TimeInterval = 1, now: @escaping @Sendable () -> Date = { Date() }) {
         self.logger = logger
         self.retryInterval = retryInterval

@@ -11,6 +11,7 @@ import ImgfsStore
 /// stale, corrupt or forged value is recognised and ignored. Version 1 values (no seal) are never read: mounts of
 /// the two versions do not share.
 public struct SharedTierKeys: Sendable, Equatable {
+    /// The prefix of every key, with the version.
     public static let namespace = "imgfs:v2:"
     /// The URL's hash, as used in the keys.
     public let hash: String
@@ -26,23 +27,34 @@ public struct SharedTierKeys: Sendable, Equatable {
         }
     }
 
+    /// The key of the complete body's record.
     public var meta: String { "\(Self.namespace)meta:\(hash)" }
+    /// The key of the lease of the one fetch under way.
     public var lease: String { "\(Self.namespace)lease:\(hash)" }
+    /// The key of the response head that fetch `fetch` published.
     public func head(_ fetch: String) -> String { "\(Self.namespace)head:\(hash):\(fetch)" }
+    /// The key of piece `index` that fetch `fetch` published.
     public func piece(_ fetch: String, _ index: Int) -> String { "\(Self.namespace)piece:\(hash):\(fetch):\(index)" }
 }
 
 /// A response head as published by the fetch that holds the lease (`head:<h>:<id>`), and, with the body's length
 /// and checksum, the description of a complete body (`meta:<h>`).
 public struct SharedTierRecord: Codable, Equatable, Sendable {
+    /// The record version this build writes and reads.
     public static let currentVersion = 2
+    /// The version the record was written in; another is never used.
     public var version = currentVersion
+    /// The URL's text without fragment, to check against the key's hash.
     public var url: String
     /// The fetch that published the pieces.
     public var fetch: String
+    /// Content-Length, when the origin announced it.
     public var contentLength: Int?
+    /// Content-Type, when the origin named one.
     public var contentType: String?
+    /// ETag, when the origin gave one.
     public var etag: String?
+    /// Last-Modified, when the origin gave it.
     public var lastModified: Date?
     /// When the body stops being fresh (the store's TTL ends then too).
     public var expiresAt: Date
@@ -51,9 +63,12 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
     /// Set in a complete body's record: its length, the CRC-32 of all of it, and its SHA-256 (hex), which catches
     /// pieces of two writers put together.
     public var size: Int?
+    /// The CRC-32 of the whole body, set with `size`.
     public var checksum: UInt32?
+    /// The SHA-256 of the whole body, in hex, set with `size`.
     public var sha256: String?
 
+    /// The record of fetch `fetch` of `url`, from its response head; not yet complete.
     public init(url: String, fetch: String, head: ResponseHead, expiresAt: Date, pieceSize: Int) {
         self.url = url
         self.fetch = fetch
@@ -135,8 +150,10 @@ public struct SharedTierRecord: Codable, Equatable, Sendable {
 
 /// Why a value read from the shared store was not used.
 public struct SharedTierRefusal: Error, Equatable, Sendable {
+    /// Why, for the log.
     public let reason: String
 
+    /// A refusal for `reason`.
     public init(_ reason: String) { self.reason = reason }
 }
 

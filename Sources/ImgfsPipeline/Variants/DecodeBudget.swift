@@ -26,6 +26,7 @@ public final class DecodeBudget: Sendable {
 
     private let state = Locked(State())
 
+    /// A budget with nothing admitted.
     public init() {}
 
     /// Admits a decode of `cost` bytes under `limit`, or parks `retry` until a running decode ends.

@@ -20,6 +20,7 @@ public struct VariantCounters: Codable, Equatable, Sendable {
     /// its size limit.
     public var diskEvictions = 0
 
+    /// All counters at zero.
     public init() {}
 }
 

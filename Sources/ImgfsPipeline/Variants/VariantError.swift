@@ -15,6 +15,7 @@ public enum VariantError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A vector or document format (SVG, PDF), which imgfs does not rasterize; the text names it.
     case notRaster(String)
 
+    /// One line that says why no variant was made.
     public var description: String {
         switch self {
         case .original(let error): "the original failed: \(error)"

@@ -28,11 +28,14 @@ extension VariantMaking {
 public struct DecodeCost: Equatable, Sendable, CustomStringConvertible {
     /// Bytes held at once; 0 when the decoder streams (it then keeps a few rows).
     public var bytes: Int
+    /// The image's width in pixels, from its header.
     public var width: Int
+    /// The image's height in pixels, from its header.
     public var height: Int
     /// What cannot stream ("interlaced PNG"); empty when it streams.
     public var what: String
 
+    /// The cost of a decode of a `width` × `height` image that holds `bytes` at once; `what` names what cannot stream.
     public init(bytes: Int, width: Int, height: Int, what: String) {
         self.bytes = bytes
         self.width = width
@@ -40,6 +43,7 @@ public struct DecodeCost: Equatable, Sendable, CustomStringConvertible {
         self.what = what
     }
 
+    /// The bytes needed, the size and what cannot stream, for the log.
     public var description: String {
         let needs = Quantity.describe(bytes: bytes)
         return "\(what.isEmpty ? "image" : what) of \(width) x \(height) pixels needs \(needs) to decode"
@@ -55,6 +59,7 @@ public struct VariantSpecification: Equatable, Sendable {
     /// The quality of JPEG output (1–100).
     public var jpegQuality: Int
 
+    /// A specification of the given longer side, pixel limit and JPEG quality.
     public init(longerSide: Int, maximumPixels: Int, jpegQuality: Int) {
         self.longerSide = longerSide
         self.maximumPixels = maximumPixels
@@ -75,10 +80,14 @@ public enum VariantFormat: String, Sendable {
 public struct MadeVariant: Sendable {
     /// The encoded image.
     public var bytes: [UInt8]
+    /// How the bytes are encoded.
     public var format: VariantFormat
+    /// The variant's width in pixels.
     public var width: Int
+    /// The variant's height in pixels.
     public var height: Int
 
+    /// A variant of `bytes` in `format`, `width` × `height` pixels.
     public init(bytes: [UInt8], format: VariantFormat, width: Int, height: Int) {
         self.bytes = bytes
         self.format = format

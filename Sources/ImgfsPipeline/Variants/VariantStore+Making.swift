@@ -84,7 +84,7 @@ extension VariantStore {
         let started = DispatchTime.now().uptimeNanoseconds
         let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
             if pieces.count == 1 { return admitted(pieces[0], specification, retry: retry) }
-            var whole = [UInt8]()
+            var whole: [UInt8] = []
             whole.reserveCapacity(bytes.count)
             for piece in pieces { whole.append(contentsOf: piece) }
             return whole.withUnsafeBytes { admitted($0, specification, retry: retry) }

@@ -40,6 +40,7 @@ public final class VariantStore: Sendable {
         /// The quality of JPEG variants.
         public var jpegQuality = 85
 
+        /// The defaults above; the daemon sets each from its options.
         public init() {}
     }
 
@@ -47,8 +48,10 @@ public final class VariantStore: Sendable {
     /// time; its validator as ETag.
     public typealias Variant = CachedEntry
 
+    /// Answers a request for a variant: the variant, or why none could be made.
     public typealias VariantReply = @Sendable (Result<Variant, VariantError>) -> Void
 
+    /// The sizes, limits and quality variants are made with.
     public let configuration: Configuration
     let repository: ImageRepository
     let maker: any VariantMaking
@@ -67,6 +70,8 @@ public final class VariantStore: Sendable {
     let decodeBudget = DecodeBudget()
     private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
 
+    /// A store of variants of `repository`'s images, made by `maker` on `workers` and cached in `memory` and `disk`
+    /// (whose writes go through the repository's write queue); `now` gives the time.
     public init(
         repository: ImageRepository, maker: any VariantMaking, memory: MemoryCache, disk: (any DiskCaching)?,
         workers: VariantWorkers, configuration: Configuration, logger: Logger,

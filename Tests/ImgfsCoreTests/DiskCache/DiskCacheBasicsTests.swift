@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import ImgfsModel
 @testable import ImgfsStore
-import Testing
 
 @Suite("Disk cache: storing, reading, restarting")
 struct DiskCacheBasicsTests {

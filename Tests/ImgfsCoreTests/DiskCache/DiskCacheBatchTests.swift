@@ -1,8 +1,9 @@
 import Foundation
-@testable import ImgfsModel
-@testable import ImgfsStore
 import Synchronization
 import Testing
+
+@testable import ImgfsModel
+@testable import ImgfsStore
 
 @Suite("Disk cache: batches of bodies sharing their syncs")
 struct DiskCacheBatchTests {

@@ -1,9 +1,10 @@
 import Foundation
+import Synchronization
+import Testing
+
 @testable import ImgfsModel
 @testable import ImgfsPipeline
 @testable import ImgfsStore
-import Synchronization
-import Testing
 
 @Suite("Disk cache: small bodies and their records in one entry file")
 struct DiskCacheEntryFileTests {

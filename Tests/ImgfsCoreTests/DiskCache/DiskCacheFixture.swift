@@ -1,7 +1,8 @@
 import Foundation
+import Logging
+
 @testable import ImgfsModel
 @testable import ImgfsStore
-import Logging
 
 /// A temporary cache directory for one test, with helpers to open caches on it and to look at its files.
 struct DiskCacheFixture {

@@ -1,7 +1,8 @@
 import Foundation
+import Testing
+
 @testable import ImgfsModel
 @testable import ImgfsStore
-import Testing
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ImgfsModel
 import Testing
+
+@testable import ImgfsModel
 
 @Suite("Disk cache: sweeping and concurrent use")
 struct DiskCacheSweepTests {

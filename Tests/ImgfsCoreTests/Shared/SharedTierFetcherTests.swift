@@ -8,7 +8,11 @@ import Testing
 /// The shared tier's logic against a fake store and a hand-driven origin (the real Redis is in the integration tests).
 @Suite("Shared tier logic")
 struct SharedTierFetcherTests {
-    private let url = try! ImageURL("http://images.example/a.png")
+    private let url: ImageURL
+
+    init() throws {
+        url = try ImageURL("http://images.example/a.png")
+    }
     private static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 40)
 
     private func tier(
@@ -279,8 +283,8 @@ struct SharedTierFetcherTests {
     }
 }
 
-private extension Download.Phase {
-    var failure: FetchError? {
+extension Download.Phase {
+    fileprivate var failure: FetchError? {
         if case .failed(let error, _) = self { return error }
         return nil
     }
