@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import Testing
+
 @testable import imgfs
 
 /// Issue 18: the policy file's parsing and errors, the cache-key rules and header rules, and the fstab forms.

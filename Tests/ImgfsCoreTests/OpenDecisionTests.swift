@@ -1,8 +1,9 @@
 import Foundation
+import Testing
+
 @testable import ImgfsFilesystem
 @testable import ImgfsModel
 @testable import ImgfsPipeline
-import Testing
 
 /// The one place that decides how an open is answered, driven without the kernel: a fake registers backing files.
 @Suite("Open decisions")

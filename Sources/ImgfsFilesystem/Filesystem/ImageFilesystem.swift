@@ -208,10 +208,10 @@ public final class ImageFilesystem: Sendable {
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
-            repository.opening(
-                url, interest: interest, fileAbove: Self.preloadLimit,
-                glance: { [lists] in lists?.opened(url, cached: $0.cached, size: $0.size) }
-            ) { [self] result in
+            let glance: @Sendable (CacheGlance) -> Void = { [lists] in
+                lists?.opened(url, cached: $0.cached, size: $0.size)
+            }
+            repository.opening(url, interest: interest, fileAbove: Self.preloadLimit, glance: glance) { [self] result in
                 switch result {
                 case .success(let (found, body)):
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))

@@ -7,6 +7,7 @@ extension ImageRepository {
 
     /// What an open found: the metadata (and body, or file) for its answer, and what its reads are served from.
     public typealias Opened = (found: ImageSource.Found, body: OpenedBody)
+    /// Called once with what an open found, or its failure.
     public typealias OpenedReply = @Sendable (Result<Opened, FetchError>) -> Void
 
     /// For an open: ``metadataAndBody(_:refresh:interest:reply:)`` (revalidating an expired copy), where an image
