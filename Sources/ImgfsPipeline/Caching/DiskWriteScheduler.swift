@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import ImgfsStore
+import ImgfsWorkers
 import Logging
 import Synchronization
 
@@ -40,7 +41,7 @@ public final class DiskWriteScheduler: Sendable {
         public init() {}
     }
 
-    private let worker: any SerialWorker
+    private let worker: any JobRunning
     private let pacing: Pacing
     private let memory: MemoryCache
     private let logger: Logger
@@ -68,7 +69,8 @@ public final class DiskWriteScheduler: Sendable {
     /// How often a write waiting for transfers to end looks again (nanoseconds).
     private static let transferPoll: UInt64 = 5_000_000
 
-    public init(worker: any SerialWorker, pacing: Pacing, memory: MemoryCache, logger: Logger) {
+    /// Writes on `worker`, which must run one job at a time (a one-thread ``WorkerPool``, or a test's fake).
+    public init(worker: any JobRunning, pacing: Pacing, memory: MemoryCache, logger: Logger) {
         self.worker = worker
         self.pacing = pacing
         self.memory = memory
