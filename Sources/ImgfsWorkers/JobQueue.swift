@@ -11,8 +11,9 @@ final class JobQueue: Sendable {
     typealias Job = @Sendable () -> Void
 
     private struct State {
-        var jobs: [(sequence: UInt64, run: Job)] = []
-        /// The position of the next job to take in `jobs` (taken ones are removed in batches).
+        /// A taken job's closure is let go at once (what it captures may be large), its slot removed in batches.
+        var jobs: [(sequence: UInt64, run: Job?)] = []
+        /// The position of the next job to take in `jobs`.
         var head = 0
         var nextSequence: UInt64 = 0
         var running: [UInt64] = []
@@ -35,8 +36,9 @@ final class JobQueue: Sendable {
         }
 
         mutating func take() -> (sequence: UInt64, run: Job)? {
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
+            guard head < jobs.count, let run = jobs[head].run else { return nil }
+            let job = (sequence: jobs[head].sequence, run: run)
+            jobs[head].run = nil
             head += 1
             if head > 1024, head * 2 > jobs.count {
                 jobs.removeFirst(head)
@@ -69,18 +71,18 @@ final class JobQueue: Sendable {
 
     /// Runs jobs on the calling thread until the queue is stopped, or closed and empty.
     func serve() {
-        while let job = next() {
-            job.run()
+        while let sequence = runNext() {
             let released = state.withLock { state in
-                state.running.removeAll { $0 == job.sequence }
+                state.running.removeAll { $0 == sequence }
                 return state.releasedDrains()
             }
             released.forEach { $0.signal() }
         }
     }
 
-    /// Waits for the next job to run; nil when the thread should end.
-    private func next() -> (sequence: UInt64, run: Job)? {
+    /// Waits for the next job and runs it; returns its sequence number once it has run and is let go (so a drain
+    /// never returns while the job still holds what it captured), or nil when the thread should end.
+    private func runNext() -> UInt64? {
         while true {
             wake.wait()
             let next = state.withLock { state -> (sequence: UInt64, run: Job)?? in
@@ -88,7 +90,10 @@ final class JobQueue: Sendable {
                 if let job = state.take() { return job }
                 return state.accepting ? nil : .some(nil)
             }
-            if let next { return next }
+            guard let next else { continue }
+            guard let job = next else { return nil }
+            job.run()
+            return job.sequence
         }
     }
 

@@ -79,6 +79,20 @@ struct WorkerPoolTests {
         #expect(seen.withLock { $0 } == ["outer", "inner"])
     }
 
+    @Test("what a job captures is let go once it has run, not kept by the queue")
+    func releasesJobs() {
+        final class Payload: Sendable {}
+        let pool = WorkerPool(name: "test-release")
+        weak var weakPayload: Payload?
+        do {
+            let payload = Payload()
+            weakPayload = payload
+            pool.submit { _ = payload }
+        }
+        pool.drain()
+        #expect(weakPayload == nil)
+    }
+
     @Test("after stop nothing more runs: queued jobs are dropped, later ones ignored, and the threads end")
     func stop() async {
         let pool = WorkerPool(name: "test-stop", threads: 2)
