@@ -5,15 +5,17 @@
 //   CVipsShims, CHiredis,
 //   CStoreShims, CTmpfsShims  C interop only
 //   ImgfsModel                values: URLs and names, errors, metadata, request rules, address rules, signatures
+//   ImgfsWorkers              threads: WorkerThread (the one way a thread is started) and WorkerPool (the one job
+//                             queue); Glibc, Dispatch and Synchronization only
 //   ImgfsStore                the disk cache: records, the index, atomic writes, scanning, the CRC-32
-//                             (ImgfsModel + CStoreShims)
+//                             (ImgfsModel, ImgfsWorkers + CStoreShims)
 //   ImgfsPipeline             downloads, the in-flight table, remembered failures, the memory cache and the tiers,
-//                             the disk-write queue, the shared tier, variants (ImgfsModel, ImgfsStore)
+//                             the disk-write queue, the shared tier, variants (ImgfsModel, ImgfsWorkers, ImgfsStore)
 //   ImgfsFilesystem           the file system without FUSE: inodes, the views img/, lists/, hosts/, thumb/, .imgfs/,
 //                             lists and read-ahead, statistics (ImgfsModel, ImgfsStore, ImgfsPipeline)
 //   ImgfsSystem               Linux facilities: memory pressure (PSI, cgroups, /proc/meminfo), allocator trim,
-//                             shared memory for image bodies (a private tmpfs in large pages, or memfds), worker
-//                             threads and their signal masks (+ CTmpfsShims)
+//                             shared memory for image bodies (a private tmpfs in large pages, or memfds), the
+//                             signal thread (+ CTmpfsShims)
 //   ImgfsCurl                 the libcurl multi fetcher (ImgfsPipeline, ImgfsSystem + CCurlShims)
 //   ImgfsFuse                 the thin low-level FUSE adapter (ImgfsFilesystem, ImgfsSystem + CFuse)
 //   ImgfsVips                 libvips making thumbnails and downsized variants (ImgfsPipeline + CVipsShims)
@@ -44,21 +46,31 @@ let package = Package(
         .target(name: "CVipsShims", dependencies: ["CVips"]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "ImgfsModel", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "ImgfsWorkers"),
         .target(
             name: "ImgfsStore",
-            dependencies: ["ImgfsModel", "CStoreShims", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ImgfsModel", "ImgfsWorkers", "CStoreShims", .product(name: "Logging", package: "swift-log")
+            ]),
         .target(
             name: "ImgfsPipeline",
-            dependencies: ["ImgfsModel", "ImgfsStore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ImgfsModel", "ImgfsWorkers", "ImgfsStore", .product(name: "Logging", package: "swift-log")
+            ]),
         .target(
             name: "ImgfsFilesystem",
             dependencies: [
-                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", .product(name: "Logging", package: "swift-log")
+                "ImgfsModel", "ImgfsWorkers", "ImgfsStore", "ImgfsPipeline",
+                .product(name: "Logging", package: "swift-log")
             ]),
-        .target(name: "ImgfsCurl", dependencies: ["ImgfsModel", "ImgfsPipeline", "ImgfsSystem", "CCurlShims", "CCurl"]),
+        .target(
+            name: "ImgfsCurl",
+            dependencies: ["ImgfsModel", "ImgfsWorkers", "ImgfsPipeline", "ImgfsSystem", "CCurlShims", "CCurl"]),
         .target(
             name: "ImgfsFuse",
-            dependencies: ["ImgfsModel", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsSystem", "CFuse", "CFuseShims"]),
+            dependencies: [
+                "ImgfsModel", "ImgfsWorkers", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsSystem", "CFuse", "CFuseShims"
+            ]),
         .target(name: "ImgfsRedis", dependencies: ["ImgfsModel", "ImgfsPipeline", "CHiredis"]),
         .target(name: "ImgfsVips", dependencies: ["ImgfsModel", "ImgfsPipeline", "CVipsShims", "CVips"]),
         .target(name: "CStoreShims"),
@@ -66,14 +78,14 @@ let package = Package(
         .target(
             name: "ImgfsSystem",
             dependencies: [
-                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "CTmpfsShims",
+                "ImgfsModel", "ImgfsWorkers", "ImgfsStore", "ImgfsPipeline", "CTmpfsShims",
                 .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(
             name: "imgfs",
             dependencies: [
                 "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsCurl", "ImgfsFuse", "ImgfsRedis",
-                "ImgfsSystem", "ImgfsVips",
+                "ImgfsSystem", "ImgfsVips", "ImgfsWorkers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams")
             ]
@@ -82,10 +94,11 @@ let package = Package(
         .testTarget(
             name: "ImgfsCoreTests",
             dependencies: [
-                "ImgfsModel", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsTestSupport",
+                "ImgfsModel", "ImgfsWorkers", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsTestSupport",
                 .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(name: "ImgfsSystemTests", dependencies: ["ImgfsSystem"]),
+        .testTarget(name: "ImgfsWorkersTests", dependencies: ["ImgfsWorkers"]),
         .testTarget(name: "ImgfsFuseTests", dependencies: ["CFuseShims", "ImgfsFuse"]),
         .testTarget(name: "ImgfsCommandTests", dependencies: ["imgfs"]),
         .testTarget(

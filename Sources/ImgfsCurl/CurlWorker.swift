@@ -3,6 +3,7 @@ import CCurlShims
 import Foundation
 import ImgfsModel
 import ImgfsSystem
+import ImgfsWorkers
 import Logging
 
 /// One libcurl multi handle driven by one thread of its own: it runs the transfers its ``CurlFetcher`` admitted and

@@ -2,6 +2,7 @@ import CFuse
 import CFuseShims
 import Foundation
 import ImgfsModel
+import ImgfsWorkers
 
 /// Ends a mount's request loop from another thread: what the signal thread calls on SIGINT or SIGTERM.
 ///
@@ -42,7 +43,8 @@ public final class FuseLoopStopper: Sendable {
         }
         guard first else { return }
         fuse_session_exit(session.raw)
-        Thread.detachNewThread { [self] in
+        let waker = WorkerPool(name: "imgfs-fuse-wake")
+        waker.submit { [self] in
             while let thread = state.withLock({ $0.loopThread }) {
                 _ = imgfs_fuse_wake(UInt(thread))
                 usleep(50_000)

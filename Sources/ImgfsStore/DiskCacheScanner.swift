@@ -1,7 +1,7 @@
 import Foundation
 import ImgfsModel
+import ImgfsWorkers
 import Logging
-import Synchronization
 
 /// Builds the index at startup from the names and statuses of the files, without reading bodies or records (except
 /// the record of a key left with two data files by a crash during a replacement), and removes what a crash or an
@@ -57,28 +57,22 @@ struct DiskCacheScanner {
     /// Scans the subdirectories on several threads at once: after the page cache was dropped, listing and reading
     /// file statuses waits for the disk, and a disk serves several reads at a time much faster than one after another.
     private func scanInParallel(_ subdirectories: [String]) -> [Result] {
-        let threads = max(1, min(Self.threads, subdirectories.count))
-        let next = Atomic<Int>(0)
+        let pool = WorkerPool(name: "imgfs-scan", threads: min(Self.threads, subdirectories.count))
+        defer { pool.stop() }
         let parts = Locked<[Result]>([])
-        let done = DispatchGroup()
-        for _ in 0..<threads {
-            done.enter()
-            Thread.detachNewThread { [self] in
+        for subdirectory in subdirectories {
+            pool.submit { [self] in
                 var part = Result()
-                while case let index = next.add(1, ordering: .relaxed).oldValue, index < subdirectories.count {
-                    let subdirectory = subdirectories[index]
-                    do {
-                        try scan(subdirectory, into: &part)
-                    } catch {
-                        logger.warning(
-                            "disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
-                    }
+                do {
+                    try scan(subdirectory, into: &part)
+                } catch {
+                    logger.warning(
+                        "disk cache: skipping unreadable \(layout.subdirectory(named: subdirectory)): \(error)")
                 }
                 parts.withLock { [part] in $0.append(part) }
-                done.leave()
             }
         }
-        done.wait()
+        pool.drain()
         return parts.withLock { $0 }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import ImgfsWorkers
 
 /// A worker thread plus a wake-up pipe whose read end the thread includes in its `poll` set, so `stop` can interrupt
 /// a blocking poll at once.

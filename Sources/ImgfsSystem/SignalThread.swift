@@ -1,4 +1,5 @@
 import Glibc
+import ImgfsWorkers
 
 /// The signals the daemon answers, all taken by one thread of its own: SIGHUP (reload), SIGUSR1 (purge the memory
 /// caches) and SIGINT or SIGTERM (stop serving and unmount).

@@ -43,17 +43,6 @@ enum SystemFile {
     }
 }
 
-/// A failed system call, with the errno text.
-public struct SystemCallError: Error, CustomStringConvertible {
-    /// The call that failed, such as "pipe".
-    let call: String
-    /// The errno value it reported.
-    let code: Int32
-
-    /// The call and the system's text for its error.
-    public var description: String { "\(call): \(SystemFile.describe(errno: code))" }
-}
-
 extension Duration {
     /// Whole microseconds, rounded toward zero.
     var wholeMicroseconds: Int64 {

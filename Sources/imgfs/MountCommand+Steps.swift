@@ -6,6 +6,7 @@ import ImgfsModel
 import ImgfsPipeline
 import ImgfsStore
 import ImgfsSystem
+import ImgfsWorkers
 import Logging
 
 /// The steps of ``MountCommand/run()``, in the order it takes them.
@@ -66,7 +67,8 @@ extension MountCommand {
         let disk = cache.usesDisk ? try openDiskCache(in: cacheDirectory, logger: logger) : nil
         let repository = ImageRepository(
             fetcher: configuration.sharedTier ?? fetcher, memory: memoryCache, disk: disk,
-            configuration: configuration, logger: logger, diskWriter: try LowPriorityWorker(name: "imgfs-disk"))
+            configuration: configuration, logger: logger,
+            diskWriter: WorkerPool(name: "imgfs-disk", priority: .background))
         // Digest names live in memory and in the cache entries themselves; earlier versions kept a folder of them.
         try? FileManager.default.removeItem(at: cacheDirectory.appendingPathComponent("names"))
         let variants = try thumbnails.makeStore(

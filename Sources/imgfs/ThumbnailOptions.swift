@@ -4,6 +4,7 @@ import ImgfsModel
 import ImgfsPipeline
 import ImgfsStore
 import ImgfsVips
+import ImgfsWorkers
 import Logging
 
 /// The thumbnail option of `imgfs mount` (`--thumb-sizes`), and the wiring of `thumb/`.
@@ -47,7 +48,7 @@ struct ThumbnailOptions: ParsableArguments {
                 directory: $0.appendingPathComponent("variants"), sizeLimit: Self.diskShare(of: diskBudget),
                 logger: logger, expiry: { expiry.expiry(of: $0) })
         }
-        let workers = VariantWorkers(count: tuning.thumbWorkers)
+        let workers = WorkerPool(name: "imgfs-variant", threads: tuning.thumbWorkers)
         return VariantStore(
             repository: repository, maker: try VipsThumbnailer(),
             memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,

@@ -2,6 +2,7 @@ import Foundation
 import ImgfsModel
 import ImgfsPipeline
 import ImgfsTestSupport
+import ImgfsWorkers
 import Testing
 
 /// Issue 35: one "what is cached" query (``CacheTiers/lookup(_:counting:)``). An image or a variant held only by the
@@ -68,7 +69,7 @@ struct CachedLookupTests {
         let maker = CountingMaker()
         let store = VariantStore(
             repository: repository, maker: maker, memory: MemoryCache(budget: 2), disk: disk,
-            workers: VariantWorkers(count: 1), configuration: VariantStore.Configuration(),
+            workers: WorkerPool(name: "imgfs-variant"), configuration: VariantStore.Configuration(),
             logger: .init(label: "test"))
         let made = Replies<Result<VariantStore.Variant, VariantError>>()
         store.variant(256, of: first, refresh: true) { made.record($0) }

@@ -1,10 +1,11 @@
 import ImgfsModel
 import ImgfsPipeline
+import ImgfsWorkers
 import Synchronization
 
-/// A ``SerialWorker`` that holds everything submitted until ``drain()`` runs it on the caller's thread: the
+/// A ``JobRunning`` that holds everything submitted until ``drain()`` runs it on the caller's thread: the
 /// repository's disk writes then stay queued, not landed, for as long as a test needs.
-final class HeldWorker: SerialWorker, @unchecked Sendable {
+final class HeldWorker: JobRunning, @unchecked Sendable {
     private let held = Mutex<[@Sendable () -> Void]>([])
 
     /// How many jobs wait.

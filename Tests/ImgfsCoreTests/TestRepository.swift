@@ -2,6 +2,7 @@ import Foundation
 import ImgfsModel
 import ImgfsPipeline
 import ImgfsStore
+import ImgfsWorkers
 
 extension ImageRepository {
     /// The repository the unit tests drive: `fetcher`, a 1 MiB memory cache, no disk cache, bodies not required to
@@ -27,7 +28,8 @@ extension VariantStore {
     ) -> VariantStore {
         VariantStore(
             repository: .forTests(fetcher: fetcher), maker: maker, memory: MemoryCache(budget: 1 << 20), disk: disk,
-            workers: VariantWorkers(count: 2), configuration: VariantStore.Configuration(), logger: .init(label: "test")
+            workers: WorkerPool(name: "imgfs-variant", threads: 2), configuration: VariantStore.Configuration(),
+            logger: .init(label: "test")
         )
     }
 }

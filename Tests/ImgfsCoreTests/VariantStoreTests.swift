@@ -2,6 +2,7 @@ import Foundation
 import ImgfsModel
 import ImgfsPipeline
 import ImgfsTestSupport
+import ImgfsWorkers
 import Synchronization
 import Testing
 
@@ -26,11 +27,17 @@ final class CountingMaker: VariantMaking, @unchecked Sendable {
         -> Result<MadeVariant, VariantError>
     {
         let bytes = [UInt8](original)
-        calls.withLock { $0.append((VariantWorkers.isWorkerThread, bytes, specification.longerSide)) }
+        calls.withLock { $0.append((Self.onVariantWorker, bytes, specification.longerSide)) }
         return answer(bytes, specification)
     }
 
     var count: Int { calls.withLock { $0.count } }
+
+    /// Whether the calling thread is a variant worker (named `imgfs-variant…` by its pool).
+    static var onVariantWorker: Bool {
+        let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        return name.hasPrefix("imgfs-variant")
+    }
 }
 
 @Suite("Variant store")
@@ -67,7 +74,7 @@ struct VariantStoreTests {
             calls.allSatisfy { $0.onWorker && $0.bytes == [1, 2, 3] }
         }
         #expect(onWorkers)
-        #expect(!VariantWorkers.isWorkerThread, "the test's own thread is not a worker")
+        #expect(!CountingMaker.onVariantWorker, "the test's own thread is not a worker")
         // Cached now: no new production.
         let again = Replies<Result<VariantStore.Variant, VariantError>>()
         store.variant(256, of: url, refresh: true) { again.record($0) }
@@ -87,7 +94,7 @@ struct VariantStoreTests {
             configuration: configuration, logger: .init(label: "test"))
         let store = VariantStore(
             repository: repository, maker: maker, memory: MemoryCache(budget: 1 << 20), disk: nil,
-            workers: VariantWorkers(count: 1), configuration: VariantStore.Configuration(),
+            workers: WorkerPool(name: "imgfs-variant"), configuration: VariantStore.Configuration(),
             logger: .init(label: "test"))
         let slow = try ImageURL("http://127.0.0.1/slow.png")
         let slowReplies = Replies<Result<VariantStore.Variant, VariantError>>()

@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import ImgfsPipeline
+import ImgfsWorkers
 
 /// What `<mount>/lists/` shows: one directory per stored list, each entry the same image as `img/<encoded-url>`;
 /// with ``HostDirectories`` (`<mount>/hosts/`), the folder views of the mount.
@@ -18,7 +19,7 @@ public final class ListDirectories: Sendable {
     private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
-    private let readAheadQueue = DispatchQueue(label: "imgfs.read-ahead")
+    private let readAheadQueue = WorkerPool(name: "imgfs-readahead")
     private let openHandles = OpenHandleCounter()
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
@@ -55,7 +56,7 @@ public final class ListDirectories: Sendable {
         let hit = hosts.opened(url, cached: cached, size: size)
         guard let (name, index) = positions.withLock({ $0[url] }) else { return }
         let bytes = size ?? 0
-        readAheadQueue.async { [self] in
+        readAheadQueue.submit { [self] in
             guard let list = store.list(name), list.entries.indices.contains(index),
                 list.entries[index].urlText == url.string
             else { return }

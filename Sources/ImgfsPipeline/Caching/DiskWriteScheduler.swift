@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import ImgfsStore
+import ImgfsWorkers
 import Logging
 import Synchronization
 
@@ -41,7 +42,7 @@ public final class DiskWriteScheduler: Sendable {
         public init() {}
     }
 
-    private let worker: any SerialWorker
+    private let worker: any JobRunning
     private let pacing: Pacing
     private let memory: MemoryCache
     private let logger: Logger
@@ -69,8 +70,9 @@ public final class DiskWriteScheduler: Sendable {
     /// How often a write waiting for transfers to end looks again (nanoseconds).
     private static let transferPoll: UInt64 = 5_000_000
 
-    /// A scheduler that writes on `worker`, paced by `pacing`; the bodies it holds are bounded by `memory`'s budget.
-    public init(worker: any SerialWorker, pacing: Pacing, memory: MemoryCache, logger: Logger) {
+    /// A scheduler that writes on `worker`, which must run one job at a time (a one-thread ``WorkerPool``, or a
+    /// test's fake), paced by `pacing`; the bodies it holds are bounded by `memory`'s budget.
+    public init(worker: any JobRunning, pacing: Pacing, memory: MemoryCache, logger: Logger) {
         self.worker = worker
         self.pacing = pacing
         self.memory = memory

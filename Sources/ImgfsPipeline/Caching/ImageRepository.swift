@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import ImgfsStore
+import ImgfsWorkers
 import Logging
 
 /// Where image bytes come from: the memory cache, the disk cache or the network, in that order, with one transfer
@@ -57,7 +58,7 @@ public final class ImageRepository: Sendable {
     public init(
         fetcher: any ImageFetching, memory: MemoryCache, disk: (any DiskCaching)?, configuration: Configuration,
         logger: Logger, now: @escaping @Sendable () -> Date = { Date() },
-        diskWriter: any SerialWorker = DispatchSerialWorker(label: "imgfs.disk-writes")
+        diskWriter: any JobRunning = WorkerPool(name: "imgfs-disk")
     ) {
         self.fetcher = configuration.policy == .cacheOnly ? configuration.sharedTier?.storeOnly ?? fetcher : fetcher
         let writes = DiskWriteScheduler(

@@ -1,5 +1,6 @@
 import Foundation
 import ImgfsModel
+import ImgfsWorkers
 import Logging
 
 /// The shared tier: an ``ImageFetching`` in front of the origin fetcher that serves bodies other mounts stored in a
@@ -35,9 +36,11 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
     let logger: Logger
     /// The addresses a host resolves to (nil when it cannot be resolved), for `--deny-private-networks`.
     let resolve: @Sendable (String) -> [NetworkAddress]?
-    let readers: SharedTierWorkers
+    let readers: WorkerPool
     /// Where publications write, one write at a time, in order.
-    let publisher: SharedTierWorkers
+    let publisher: WorkerPool
+    /// Where the leases held are renewed, for as long as the process lives.
+    private let renewer: WorkerPool
     private let leases = Locked<[String: [UInt8]]>([:])
     /// The keys whose refused values were logged already (cleared when it grows past a bound).
     private let loggedRefusals = Locked<Set<String>>([])
@@ -55,11 +58,10 @@ public final class SharedTierFetcher: ImageFetching, Sendable {
         self.logger = logger
         self.resolve = resolve
         health = SharedTierHealth(logger: logger)
-        readers = SharedTierWorkers(name: "imgfs-shared", count: configuration.readers)
-        publisher = SharedTierWorkers(name: "imgfs-shared-publish", count: 1)
-        let renewer = Thread { [self] in renewLeases() }
-        renewer.name = "imgfs-shared-leases"
-        renewer.start()
+        readers = WorkerPool(name: "imgfs-shared", threads: configuration.readers)
+        publisher = WorkerPool(name: "imgfs-shared-publish")
+        renewer = WorkerPool(name: "imgfs-shared-leases")
+        renewer.submit { [self] in renewLeases() }
     }
 
     /// Serves the request from the store, from another mount's fetch under way, or from the origin (then publishing

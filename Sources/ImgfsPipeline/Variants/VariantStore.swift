@@ -1,6 +1,7 @@
 import Foundation
 import ImgfsModel
 import ImgfsStore
+import ImgfsWorkers
 import Logging
 
 /// Downsized variants of images (`thumb/<px>/<name>`): made from the original on a bounded pool of workers, cached in
@@ -11,7 +12,7 @@ import Logging
 ///   variants.
 /// - One production per size and URL at a time; every caller joins it. The original comes through the
 ///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
-/// - Decoding runs only on the store's workers (``VariantWorkers``), never on the caller's thread, and a worker is
+/// - Decoding runs only on the store's workers (a ``WorkerPool``), never on the caller's thread, and a worker is
 ///   given a variant only once its original is complete: no worker waits for the network. A queued job holds no bytes
 ///   of a cached original; one whose transfer just completed holds that body (the bytes the memory cache holds, when
 ///   it could take them).
@@ -59,7 +60,7 @@ public final class VariantStore: Sendable {
     let tiers: CacheTiers
     var memory: MemoryCache { tiers.memory }
     var disk: (any DiskCaching)? { tiers.disk }
-    let workers: VariantWorkers
+    let workers: WorkerPool
     let logger: Logger
     let now: @Sendable () -> Date
     /// Keys already computed (``key(_:_:)``).
@@ -74,7 +75,7 @@ public final class VariantStore: Sendable {
     /// (whose writes go through the repository's write queue); `now` gives the time.
     public init(
         repository: ImageRepository, maker: any VariantMaking, memory: MemoryCache, disk: (any DiskCaching)?,
-        workers: VariantWorkers, configuration: Configuration, logger: Logger,
+        workers: WorkerPool, configuration: Configuration, logger: Logger,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.repository = repository
