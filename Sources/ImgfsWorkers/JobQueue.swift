@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Guarantees: jobs are taken in the order they were submitted, each once; a drain is released once every job
 /// submitted before it has finished (and was let go) or was dropped; once stopped, nothing more is taken and each
-/// thread's ``serve()`` returns after its running job; once closed, the queued jobs still run, then ``serve()`` returns.
+/// thread's ``serve()`` returns after its running job; once closed, the queued jobs still run, then ``serve()``
+/// returns.
 final class JobQueue: Sendable {
     typealias Job = @Sendable () -> Void
 

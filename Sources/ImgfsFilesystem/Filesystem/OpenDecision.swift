@@ -48,7 +48,8 @@ public final class OpenDecision: Sendable {
     public var passthroughIsUsable: Bool { backing?.isUsable == true }
 
     /// Whether this open of `inode` would choose the inode's mode with passthrough unless the kernel still caches the
-    /// image's pages: the adapter may first find that out and pass it to ``begin(_:file:pagesCached:bypassWhileArriving:)``.
+    /// image's pages: the adapter may first find that out and pass it to
+    /// ``begin(_:file:pagesCached:bypassWhileArriving:)``.
     public func asksWhetherPagesAreCached(_ inode: UInt64, file: ImageFilesystem.OpenFile) -> Bool {
         !file.directIO && file.kernelReadable != nil && passthroughIsUsable && modes.withLock { $0[inode] == nil }
     }

@@ -10,8 +10,8 @@ public enum ImageSource: Sendable {
     case download(Download)
 
     /// The metadata, the whole body when it is in memory, the file of a disk entry when one was opened for the
-    /// kernel (``ImageRepository/opening(_:interest:fileAbove:glance:reply:)``), and whether the body is still arriving (a
-    /// transfer has not delivered all of it yet).
+    /// kernel (``ImageRepository/opening(_:interest:fileAbove:glance:reply:)``), and whether the body is still
+    /// arriving (a transfer has not delivered all of it yet).
     public typealias Found = (metadata: ImageMetadata, body: ImageSlice?, file: KernelReadableBody?, arriving: Bool)
     /// Answers a look-up: what was found, or why nothing could be.
     public typealias FoundReply = @Sendable (Result<Found, FetchError>) -> Void
