@@ -85,7 +85,7 @@ public struct SHA256: Sendable {
         // The pending bytes, 0x80, zeros up to 56 mod 64, and the length: one block or two.
         let total = pending.count < 56 ? 64 : 128
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { tail in
-            _ = tail.initialize(repeating: 0)
+            tail.initialize(repeating: 0)
             for (index, byte) in pending.enumerated() { tail[index] = byte }
             tail[pending.count] = 0x80
             for index in 0..<8 { tail[total - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * index)) }
