@@ -86,7 +86,11 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             defer { state.nextID += 1 }
             return state.nextID
         }
-        guard let transfer = CurlTransfer(id: id, request: request, observer: observer, configuration: configuration)
+        guard
+            let transfer = CurlTransfer(
+                id: id, request: request, observer: observer, configuration: configuration,
+                deliveredHead: request.continuedHead,
+                delivered: request.continuedHead == nil ? 0 : request.continuedFrom)
         else {
             observer.transferDidComplete(error: .transport("curl_easy_init failed"))
             return CurlTransferHandle(fetcher: nil, id: id)

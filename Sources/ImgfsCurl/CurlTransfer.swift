@@ -12,7 +12,9 @@ import ImgfsPipeline
 /// Last-Modified) and whose 206 continues exactly there; any other answer is a new whole body, handed over with
 /// ``TransferObserving/transferDidRestart(head:)`` from byte 0 (never spliced). A 206 imgfs did not ask for, a body
 /// short of its Content-Length (or the Content-Range total), and a compressed stream that did not reach its end are
-/// failures. A final non-2xx response is aborted at its header. Every address is checked against the policy before
+/// failures. A probe (``FetchRequest/probeBytes``) asks for the first bytes; its 206 must start at byte 0 and name a
+/// total, which the observer is given as the size, and a 200 to it is cut off after those bytes when it announced
+/// its length; the body then ends short without error. A final non-2xx response is aborted at its header. Every address is checked against the policy before
 /// a socket is opened to it, and every request, redirects included, after connecting and before anything is sent;
 /// a URL whose host cannot be read is refused when the policy restricts hosts.
 final class CurlTransfer: @unchecked Sendable {
@@ -50,6 +52,10 @@ final class CurlTransfer: @unchecked Sendable {
     private let resumeFrom: Int?
     /// The Content-Encoding decoder of the body being received.
     private var decoder: ContentDecoder?
+    /// For a probe: where its body ends (the bytes this answer carries or is cut off after).
+    private var probeEnd: Int?
+    /// A probe's 200 was cut off after its first bytes (curl then reports a write error: it is a success).
+    private var probeCut = false
     /// Called with CURLINFO_HTTP_VERSION when the head of a final response (not a redirect) has arrived.
     var onResponse: ((Int) -> Void)?
 
@@ -124,6 +130,8 @@ final class CurlTransfer: @unchecked Sendable {
         if let resumeFrom, let validator = deliveredHead?.strongValidator {
             imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "\(resumeFrom)-")
             headers.append("If-Range: \(validator)")
+        } else if let probe = probing {
+            imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "0-\(probe - 1)")
         }
         let rules = CurlRequestRules(url: url, rules: request.rules, ownHeaders: headers, configuration: configuration)
         rules.configure(easy, configuration: configuration)
@@ -172,28 +180,58 @@ final class CurlTransfer: @unchecked Sendable {
             // RFC 9112 §6.3: a length that cannot be trusted is an unrecoverable error, never a (short) body.
             failure = .incomplete(head.framingProblem ?? "")
             return false
+        case 206 where probing != nil: return acceptsProbe()
         case 206: return continuesBody()
         case 200..<300,
             304 where request.isConditional:
-            if let encoding = head.contentEncoding {
-                guard let decoder = ContentDecoder(encoding: encoding) else {
-                    failure = .incomplete("the Content-Encoding \(encoding) is not one imgfs decodes")
-                    return false
-                }
-                self.decoder = decoder
+            if let probe = probing, head.status == 200, let length = head.contentLength, length > probe {
+                probeEnd = probe  // the server ignored Range: cut off after the probe's bytes
             }
-            head.remoteAddress = connectedAddress
-            let restart = deliveredHead != nil
-            deliveredHead = head
-            delivered = 0
-            // A retry that could not resume: the observer takes the new body from byte 0 without mixing.
-            let accepted = restart ? observer.transferDidRestart(head: head) : observer.transferDidReceive(head: head)
-            observerStopped = !accepted
-            return !observerStopped
+            return acceptsHead()
         default:
             rejectedStatus = head.status
             return false
         }
+    }
+
+    /// The probe's bytes this attempt asks for: only a first attempt that does not resume asks for a range.
+    private var probing: Int? {
+        guard let probe = request.probeBytes, probe > 0, deliveredHead == nil else { return nil }
+        return probe
+    }
+
+    /// A 206 to a probe: its range starts at byte 0, ends within the probe and names a total, which becomes the size
+    /// the observer is given (the image's, not this answer's).
+    private func acceptsProbe() -> Bool {
+        guard let probe = probing, let range = head.contentRange, range.first == 0, range.count <= probe,
+            let total = range.total, head.contentEncoding == nil
+        else {
+            let range = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" }
+            failure = .incomplete("the answer to a probe of the first bytes has Content-Range \(range ?? "none")")
+            return false
+        }
+        head.contentLength = total
+        probeEnd = range.count
+        return acceptsHead()
+    }
+
+    /// Hands the head of a 2xx (or 304) answer to the observer: the first one, or a new body from byte 0.
+    private func acceptsHead() -> Bool {
+        if let encoding = head.contentEncoding {
+            guard let decoder = ContentDecoder(encoding: encoding) else {
+                failure = .incomplete("the Content-Encoding \(encoding) is not one imgfs decodes")
+                return false
+            }
+            self.decoder = decoder
+        }
+        head.remoteAddress = connectedAddress
+        let restart = deliveredHead != nil
+        deliveredHead = head
+        delivered = 0
+        // A retry that could not resume: the observer takes the new body from byte 0 without mixing.
+        let accepted = restart ? observer.transferDidRestart(head: head) : observer.transferDidReceive(head: head)
+        observerStopped = !accepted
+        return !observerStopped
     }
 
     /// A 206 is taken only as the continuation this attempt asked for: its Content-Range starts where the body broke
@@ -227,19 +265,28 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var bytes = bytes
+        if let probeEnd, delivered + bytes.count > probeEnd {
+            bytes = UnsafeRawBufferPointer(rebasing: bytes.prefix(max(0, probeEnd - delivered)))
+        }
         delivered += bytes.count
         observerStopped = !observer.transferDidReceive(bytes: bytes)
+        if !observerStopped, let probeEnd, delivered >= probeEnd, delivered < deliveredHead?.contentLength ?? 0 {
+            probeCut = head.status == 200
+            return !probeCut
+        }
         return !observerStopped
     }
 
     /// curl's result, with a body that is not whole (short of its Content-Length or Content-Range total, or a
     /// compressed stream that did not reach its end) counted as CURLE_PARTIAL_FILE.
     private func effective(_ code: CURLcode) -> CURLcode {
+        if probeCut && failure == nil && rejectedStatus == nil && !observerStopped { return CURLE_OK }
         guard code == CURLE_OK, rejectedStatus == nil, failure == nil, !observerStopped,
             let head = deliveredHead, !head.isNotModified
         else { return code }
         if let decoder { return decoder.isFinished ? code : CURLE_PARTIAL_FILE }
-        if let total = head.contentLength, delivered < total { return CURLE_PARTIAL_FILE }
+        if let total = probeEnd ?? head.contentLength, delivered < total { return CURLE_PARTIAL_FILE }
         return code
     }
 

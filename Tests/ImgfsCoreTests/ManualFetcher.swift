@@ -34,6 +34,34 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
         observer.transferDidComplete(error: nil)
     }
 
+    /// Answers the probe `index` as libcurl does: a 206 of its first bytes whose head carries the whole `body`'s size
+    /// (Content-Range's total) and `etag`, then the end of the answer.
+    func respondProbe(_ index: Int, body: [UInt8], etag: String? = "\"v1\"") {
+        let observer = transfers[index].observer
+        let count = min(body.count, transfers[index].request.probeBytes ?? body.count)
+        var head = ResponseHead(status: 206, contentLength: body.count, contentType: "image/png", etag: etag)
+        head.contentRange = ContentRange(first: 0, last: count - 1, total: body.count)
+        _ = observer.transferDidReceive(head: head)
+        body[..<count].withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        observer.transferDidComplete(error: nil)
+    }
+
+    /// Answers the continuation `index` with a 206 of the rest of `body` (libcurl hands over its bytes alone).
+    func respondRest(_ index: Int, body: [UInt8]) {
+        let observer = transfers[index].observer
+        body[transfers[index].request.continuedFrom...].withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        observer.transferDidComplete(error: nil)
+    }
+
+    /// Answers the continuation `index` with a 200 of the whole `body` (the validator no longer matched).
+    func respondRestart(_ index: Int, body: [UInt8], etag: String) {
+        let observer = transfers[index].observer
+        let head = ResponseHead(status: 200, contentLength: body.count, contentType: "image/png", etag: etag)
+        guard observer.transferDidRestart(head: head) else { return }
+        body.withUnsafeBytes { _ = observer.transferDidReceive(bytes: $0) }
+        observer.transferDidComplete(error: nil)
+    }
+
     /// Answers transfer `index` (a revalidation) with 304 Not Modified.
     func respondNotModified(_ index: Int) {
         let observer = transfers[index].observer

@@ -182,7 +182,7 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
-            repository.metadata(url, refresh: false, interest: interest) { [self] result in
+            repository.metadata(url, refresh: false, interest: interest, probe: true) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
             }
         case .generated(let file):
@@ -298,7 +298,7 @@ public final class ImageFilesystem: Sendable {
     // MARK: - Helpers
 
     func lookupImage(_ url: ImageURL, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
-        switch repository.prepare(url, glance: glance) {
+        switch repository.prepare(url, probe: true, glance: glance) {
         case .failure(let error):
             return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
@@ -312,7 +312,7 @@ public final class ImageFilesystem: Sendable {
     private func lookupImageWhenKnown(
         _ url: ImageURL, interest: Interest?, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
     ) {
-        let now = repository.prepare(url, interest: interest, glance: glance) { [self] result in
+        let now = repository.prepare(url, interest: interest, probe: true, glance: glance) { [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
             case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))

@@ -52,6 +52,8 @@ public final class ImageRepository: Sendable {
     let resolver: SourceResolver
     /// How many file handles are open on an image (a transfer with one open is wanted).
     let openHandles = OpenHandleCounter()
+    /// The probes that wait for someone to want the rest (``ImageRepository+Probes``).
+    let probed = ProbedDownloads()
 
     /// A repository that fetches with `fetcher` (under ``CachePolicy/cacheOnly`` with a shared tier, from the tier's
     /// store alone), caches in `memory` and `disk`, and writes the disk on `diskWriter`; `now` gives the time.
@@ -93,16 +95,17 @@ public final class ImageRepository: Sendable {
     /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
     /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
     /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller;
-    /// `glance` is told what it found.
+    /// `glance` is told what it found. With `probe`, a transfer it starts asks for the first bytes only
+    /// (``probeBytes``), and a probe under way is not continued; otherwise a probe it joins fetches the rest.
     public func prepare(
-        _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited,
+        _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited, probe: Bool = false,
         glance: (CacheGlance) -> Void = { _ in }, whenKnown: Download.MetadataReply? = nil
     ) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        let resolution = resolveNow(url, refresh: true, interest: interest, priority: priority)
+        let resolution = resolveNow(url, refresh: true, interest: interest, priority: priority, probe: probe)
         glance(resolution.glance)
         switch resolution {
         case .ready(.failure(let error)):
@@ -118,12 +121,14 @@ public final class ImageRepository: Sendable {
     }
 
     /// The image's metadata once known. With `refresh`, an expired copy is revalidated first (lookup and open do that;
-    /// stat and read do not).
+    /// stat and read do not). With `probe`, as for ``prepare(_:interest:priority:probe:glance:whenKnown:)``.
     public func metadata(
-        _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, probe: Bool = false,
         reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void
     ) {
-        metadataAndBody(url, refresh: refresh, interest: interest) { reply($0.map(\.metadata)) }
+        resolve(url, refresh: refresh, interest: interest, probe: probe) { result in
+            ImageSource.answer(result, interest: interest) { reply($0.map(\.metadata)) }
+        }
     }
 
     /// ``metadata(_:refresh:interest:reply:)``, with the whole body when the source that answered has all of it in
@@ -165,10 +170,10 @@ public final class ImageRepository: Sendable {
     /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
     /// once, without locks held; `glance`, before that, with what the resolution found.
     func resolve(
-        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, glance: (CacheGlance) -> Void = { _ in },
-        reply: @escaping SourceReply
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, probe: Bool = false,
+        glance: (CacheGlance) -> Void = { _ in }, reply: @escaping SourceReply
     ) {
-        let resolution = resolveNow(url, refresh: refresh, interest: interest)
+        let resolution = resolveNow(url, refresh: refresh, interest: interest, probe: probe)
         glance(resolution.glance)
         switch resolution {
         case .ready(let result): reply(result)
@@ -177,14 +182,16 @@ public final class ImageRepository: Sendable {
     }
 
     /// The decision of ``resolve(_:refresh:reply:)`` (``SourceResolver``), without waiting for anything; a transfer it
-    /// files in flight is started here, outside the lock.
+    /// files in flight is started here, outside the lock. Unless `probe`, a probe it finds is continued.
     func resolveNow(
         _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
-        priority: FetchPriority = .waited
+        priority: FetchPriority = .waited, probe: Bool = false
     ) -> Resolution {
         diskWrites.noteRequest()
-        switch resolver.step(url, refresh: refresh, interest: interest, priority: priority) {
+        let probe = probe && probes(max(priority, url.requestedPriority))
+        switch resolver.step(url, refresh: refresh, interest: interest, priority: priority, probe: probe) {
         case .answer(let resolution):
+            if !probe, case .ready(.success(.download(let download))) = resolution { download.wantRest() }
             return resolution
         case .start(let download, let request, let fallback):
             start(download, request, fallback: fallback)
@@ -209,6 +216,7 @@ public final class ImageRepository: Sendable {
             }
         }
         diskWrites.transferStarted()
+        if download.probeLimit != nil { installProbe(download, fetcher: fetcher) }
         download.whenFinished { [self] error in
             diskWrites.transferEnded()
             finished(download, key: key, fallback: fallback, error: error)

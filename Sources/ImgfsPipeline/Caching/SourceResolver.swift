@@ -38,8 +38,9 @@ struct SourceResolver: Sendable {
     let now: @Sendable () -> Date
     let logger: Logger
 
-    /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start.
-    func step(_ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority) -> Step {
+    /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start (a probe of
+    /// the first bytes with `probe`, when no copy is cached).
+    func step(_ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority, probe: Bool) -> Step {
         let priority = max(priority, url.requestedPriority), key = url.cacheKey, rules = configuration.rules.current
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host)
             ?? rules.profile(for: url.host).refusal
@@ -73,7 +74,9 @@ struct SourceResolver: Sendable {
                 return .step(.answer(.ready(.failure(.notCached))))
             }
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
-            return .step(file(url, rules, &state, request: FetchRequest(url: url, priority: priority), fallback: nil))
+            var request = FetchRequest(url: url, priority: priority)
+            request.probeBytes = probe ? ImageRepository.probeBytes : nil
+            return .step(file(url, rules, &state, request: request, fallback: nil))
         }
         switch decision {
         case .step(let step): return step
@@ -131,7 +134,7 @@ struct SourceResolver: Sendable {
         let (openHandles, aheadOfReaders) = (openHandles, request.priority != .waited)
         let download = Download(
             url: url.withoutFragment, rules: rules, limits: configuration.limits, memory: configuration.bodyMemory,
-            isHeld: { aheadOfReaders || openHandles(url) > 0 })
+            probeLimit: request.probeBytes, isHeld: { aheadOfReaders || openHandles(url) > 0 })
         state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

@@ -8,6 +8,10 @@ import ImgfsModel
 /// error, also readers of ranges that had arrived before (a partial body is never handed out as a whole one); a body
 /// shorter than its Content-Length is a failure; a body that starts again (a retry that could not resume) replaces
 /// the bytes held only when no reader had any of them, and otherwise must repeat them exactly (never a mix).
+/// A probe (``probeLimit``) that ended after its first bytes keeps them, with the size and validators, and is neither
+/// complete nor failed: its size answers stats, reads past its bytes wait, and the first caller that wants the rest
+/// (``wantRest()``) has it fetched from there, once; until that answer is decided (the continuation's first byte, or a
+/// new whole body) the size is withheld, so nobody is told the size of one version and given the bytes of another.
 public final class Download: TransferObserving, Sendable {
     /// Answers a metadata waiter: the image's metadata once the head has arrived, or why the download failed.
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
@@ -51,6 +55,35 @@ public final class Download: TransferObserving, Sendable {
         /// held (`replayed` of them so far), not appended.
         var replayLimit = 0
         var replayed = 0
+        /// A probe that ended after its first bytes: no transfer runs, the rest is not fetched yet.
+        var probed = false
+        /// Someone wants the whole body (a probe is continued once it ends).
+        var restWanted = false
+        /// A continuation was started and its answer is not decided yet (the size is withheld meanwhile).
+        var continuing = false
+    }
+
+    /// What the repository does for a probe: start the rest, and hear that a probe ended or a new body replaced it.
+    public struct ProbeHandlers: Sendable {
+        /// Starts the GET of the rest of the body after `offset` bytes of the answer with `head`.
+        public var continueAfter:
+            @Sendable (_ download: Download, _ head: ResponseHead, _ offset: Int) -> any TransferHandle
+        /// The probe ended after its first bytes (the download now waits for someone to want the rest).
+        public var probed: @Sendable () -> Void
+        /// The continuation got a new whole body (the image changed since the probe): said before its size is.
+        public var replaced: @Sendable () -> Void
+
+        /// The three handlers.
+        public init(
+            continueAfter:
+                @escaping @Sendable (_ download: Download, _ head: ResponseHead, _ offset: Int) ->
+                any TransferHandle,
+            probed: @escaping @Sendable () -> Void, replaced: @escaping @Sendable () -> Void
+        ) {
+            self.continueAfter = continueAfter
+            self.probed = probed
+            self.replaced = replaced
+        }
     }
 
     /// What a body must satisfy to be served.
@@ -81,12 +114,18 @@ public final class Download: TransferObserving, Sendable {
     /// Whether something outside the download holds on to it (a file handle open on its image).
     private let isHeld: @Sendable () -> Bool
 
-    /// A download of `url` with no waiters yet; nothing is fetched until a fetcher reports to it.
+    /// For a probe: how many first bytes it asks for (the fetcher stops there); nil for a whole download.
+    public let probeLimit: Int?
+    private let probeHandlers = Locked<ProbeHandlers?>(nil)
+
+    /// A download of `url` with no waiters yet; nothing is fetched until a fetcher reports to it. With `probeLimit`,
+    /// the transfer is a probe of that many first bytes.
     public init(
         url: ImageURL, rules: RequestRules = .empty, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
-        isHeld: @escaping @Sendable () -> Bool = { false }
+        probeLimit: Int? = nil, isHeld: @escaping @Sendable () -> Bool = { false }
     ) {
         self.url = url
+        self.probeLimit = probeLimit
         self.isHeld = isHeld
         self.rules = rules
         self.limits = rules.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
@@ -201,6 +240,7 @@ public final class Download: TransferObserving, Sendable {
     /// Calls `handler` once the transfer has ended: with nil when the body is complete, else with the error. With
     /// `waiting`, the handler stands for someone who waits for the whole body: the transfer is wanted until it ends.
     public func whenFinished(waiting: Bool = false, _ handler: @escaping @Sendable (FetchError?) -> Void) {
+        if waiting { wantRest() }
         let ended: FetchError?? = state.withLock { state in
             switch state.phase {
             case .complete: return .some(nil)
@@ -229,7 +269,7 @@ public final class Download: TransferObserving, Sendable {
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
-            state.bytes = ImageBytes(expectedCount: head.isNotModified ? nil : head.contentLength, memory: memory)
+            state.bytes = Self.body(for: head, probeLimit: probeLimit, memory: memory)
             state.verified = !limits.requireImage || head.isNotModified
             defer { state.headWaiters.removeAll() }
             guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
@@ -247,11 +287,22 @@ public final class Download: TransferObserving, Sendable {
     /// Takes a body that starts again from byte 0; false (and failed) when a reader already had bytes of the first one
     /// that the new head cannot repeat.
     public func transferDidRestart(head: ResponseHead) -> Bool {
-        let refusal = state.withLock { state -> FetchError?? in
-            if case .failed = state.phase { return .some(nil) }
+        let (refusal, replaced) = state.withLock { state -> (FetchError??, Bool) in
+            if case .failed = state.phase { return (.some(nil), false) }
+            if state.continuing && !state.served {
+                // The image changed since the probe (or the origin could not resume): its new body, whole.
+                state.continuing = false
+                state.head = head
+                state.headReceivedAt = Date()
+                state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
+                state.received = 0
+                state.verified = !limits.requireImage
+                return (nil, true)
+            }
+            state.continuing = false
             guard head.contentLength == state.head?.contentLength else {
                 let sizes = [state.head?.contentLength, head.contentLength].map { $0.map(String.init) ?? "unknown" }
-                return .changed("its size went from \(sizes[0]) to \(sizes[1]) bytes")
+                return (.changed("its size went from \(sizes[0]) to \(sizes[1]) bytes"), false)
             }
             state.head = head
             if state.served {
@@ -262,8 +313,9 @@ public final class Download: TransferObserving, Sendable {
                 state.received = 0
                 state.verified = !limits.requireImage
             }
-            return nil
+            return (nil, false)
         }
+        if replaced { probeHandlers.withLock { $0 }?.replaced() }
         if let refusal {
             if let refusal { transferDidComplete(error: refusal) }
             return false
@@ -300,7 +352,8 @@ public final class Download: TransferObserving, Sendable {
         let (ready, metadataWaiters, metadata, rejection) = state.withLock {
             state -> ([(RangeWaiter, ImageSlice)], [MetadataReply], ImageMetadata?, FetchError?) in
             state.received = buffer.count
-            var justVerified = false
+            var justVerified = state.continuing  // a continuation's first byte: the size is known again
+            state.continuing = false
             if !state.verified && state.received >= ImageSignature.bytesNeeded {
                 if let rejection = Self.signatureRejection(buffer) { return ([], [], nil, rejection) }
                 state.verified = true
@@ -332,7 +385,7 @@ public final class Download: TransferObserving, Sendable {
             case .waitingForHead, .receiving: return false
             }
         }
-        guard !ended else { return }
+        guard !ended, !probeEnded(error: error) else { return }
         let (metadataWaiters, rangeWaiters, finishHandlers, headWaiters, outcome) = state.withLock {
             state -> (
                 [MetadataReply], [RangeWaiter], [@Sendable (FetchError?) -> Void],
@@ -358,6 +411,7 @@ public final class Download: TransferObserving, Sendable {
             } else {
                 state.phase = .complete
             }
+            state.probed = false
             defer {
                 state.metadataWaiters.removeAll()
                 state.metadataInterests.removeAll()
@@ -388,12 +442,99 @@ public final class Download: TransferObserving, Sendable {
         }
     }
 
+    // MARK: - Probes
+
+    /// Installs what the repository does for this probe (before its transfer starts).
+    public func install(_ handlers: ProbeHandlers) {
+        probeHandlers.withLock { $0 = handlers }
+    }
+
+    /// Whether it is a probe that ended after its first bytes and nobody has wanted the rest since.
+    public var isProbed: Bool { state.withLock { $0.probed && !$0.restWanted } }
+
+    /// Someone wants the whole body: a probe is continued where it stopped (at once if it has, else when it does);
+    /// nothing happens for a download that is not a probe.
+    public func wantRest() {
+        guard probeLimit != nil else { return }
+        let start = state.withLock { state -> (ResponseHead, Int)? in
+            state.restWanted = true
+            return Self.takeContinuation(&state, memory: memory)
+        }
+        if let start { continueAfter(start) }
+    }
+
+    /// Drops a probe that ended after its first bytes, when nobody has wanted the rest (it fails as cancelled, so its
+    /// flight ends); returns whether it did.
+    @discardableResult
+    public func dropProbe() -> Bool {
+        let drop = state.withLock { state -> Bool in
+            guard state.probed && !state.restWanted else { return false }
+            state.probed = false
+            return true
+        }
+        if drop { transferDidComplete(error: .cancelled) }
+        return drop
+    }
+
+    /// A probe's transfer ended without error after its first bytes: keeps them and waits for someone to want the
+    /// rest (continuing at once when someone already does). False when this is no such end.
+    private func probeEnded(error: FetchError?) -> Bool {
+        guard probeLimit != nil, error == nil else { return false }
+        let (ended, start) = state.withLock { state -> (Bool, (ResponseHead, Int)?) in
+            guard let head = state.head, !head.isNotModified, let size = head.contentLength, state.verified,
+                state.received > 0, state.received < size, !state.continuing, state.replayLimit == 0
+            else { return (false, nil) }
+            state.probed = true
+            state.handle = nil
+            return (true, Self.takeContinuation(&state, memory: memory))
+        }
+        guard ended else { return false }
+        if let start {
+            continueAfter(start)
+        } else {
+            probeHandlers.withLock { $0 }?.probed()
+        }
+        return true
+    }
+
+    /// Starts the continuation outside the lock.
+    private func continueAfter(_ start: (head: ResponseHead, offset: Int)) {
+        guard let handlers = probeHandlers.withLock({ $0 }) else {
+            return transferDidComplete(error: .transport("a probe cannot be continued"))
+        }
+        attach(handlers.continueAfter(self, start.head, start.offset))
+    }
+
     // MARK: - Helpers (lock held)
+
+    /// The continuation to start now, if the probe has ended and someone wants the rest: the probed bytes move to a
+    /// body sized for the whole image (in the memory it would have had), and the size is withheld until the
+    /// continuation's answer is decided.
+    private static func takeContinuation(_ state: inout State, memory: BodyMemory) -> (ResponseHead, Int)? {
+        guard state.probed, state.restWanted, let head = state.head else { return nil }
+        state.probed = false
+        state.continuing = true
+        state.phase = .receiving
+        let whole = ImageBytes(expectedCount: head.contentLength, memory: memory)
+        state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
+        state.bytes = whole
+        return (head, state.received)
+    }
+
+    /// Where a body with `head` is kept: a probe's first bytes in ordinary memory (the whole body is moved when it is
+    /// continued), any other body sized by its Content-Length in the memory it chooses.
+    private static func body(for head: ResponseHead, probeLimit: Int?, memory: BodyMemory) -> ImageBytes {
+        guard !head.isNotModified else { return ImageBytes(memory: memory) }
+        if let probeLimit, let length = head.contentLength, length > probeLimit {
+            return ImageBytes(expectedCount: probeLimit)
+        }
+        return ImageBytes(expectedCount: head.contentLength, memory: memory)
+    }
 
     /// Known once the head has arrived and the body was checked to be an image (an empty or non-image body must fail
     /// stat and open, since the kernel never reads a file whose size it believes to be 0).
     private static func metadata(of state: State) -> ImageMetadata? {
-        guard let head = state.head, state.verified || state.phase == .complete else { return nil }
+        guard let head = state.head, state.verified || state.phase == .complete, !state.continuing else { return nil }
         let size: Int
         if let length = head.contentLength {
             size = length

@@ -62,6 +62,14 @@ public struct FetchRequest: Sendable, Equatable {
     /// The request rules it was made under (headers, cookie file, refusal, transfers per host): a reload of the rules
     /// changes requests made afterwards only.
     public var rules = RequestRules.empty
+    /// For a probe: how many first bytes to ask for (`Range: bytes=0-…`); a server that ignores Range is cut off
+    /// after them (when it announced a Content-Length; else the whole body is taken, since its size is needed).
+    public var probeBytes: Int?
+    /// For the rest of a probed image: the probe's head, whose total size and strong validator the continuation
+    /// (`Range: bytes=N-` with `If-Range`) must match; a 200 instead starts the body again from byte 0.
+    public var continuedHead: ResponseHead?
+    /// For the rest of a probed image: how many bytes the probe holds (N).
+    public var continuedFrom = 0
 
     /// A GET of `url`, conditional when a validator is given, under no request rules.
     public init(url: ImageURL, etag: String? = nil, lastModified: Date? = nil, priority: FetchPriority = .waited) {
