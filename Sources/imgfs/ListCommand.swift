@@ -11,6 +11,10 @@ struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "Manage the URL lists a mount shows as folders under <mount>/lists/.",
+        discussion: """
+            `ls` of a list never uses the network; `ls -l` (or a stat) of an entry not cached costs a probe, one \
+            request for the image's first 64 KiB (its size), not a download; a read then fetches the rest.
+            """,
         subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
     )
 

@@ -172,13 +172,10 @@ struct FileBackedBodyTests {
                 parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/\(index).png").utf8),
                 waitForSize: true
             ) { replies.record($0) }
-            // The lookup probes the first bytes; the open continues after them, into the body's own memory.
-            let probe = fetcher.transfers.count - 1
-            fetcher.respondProbe(probe, body: body)
+            fetcher.respond(index, body: body)
             let inode = try #require(replies.all.first).get().attributes.inode
             let opened = Replies<ImageFilesystem.OpenFile?>()
             filesystem.open(inode, forWriting: false, caller: .root) { opened.record(try? $0.get()) }
-            if fetcher.transfers.count - 1 > probe { fetcher.respondRest(fetcher.transfers.count - 1, body: body) }
             opens.append(try #require(opened.all.first ?? nil))
         }
         #expect(opens[0].kernelReadable?.descriptor == FakeFileMemory.descriptor)

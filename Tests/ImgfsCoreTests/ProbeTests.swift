@@ -4,8 +4,9 @@ import ImgfsModel
 import ImgfsPipeline
 import Testing
 
-/// A lookup's or stat's transfer is a probe of the first bytes; an open continues it after them, or takes a new body
-/// whole when the image changed; an open's own transfer is an ordinary GET.
+/// A stat's (or a listed folder's lookup's) transfer is a probe of the first bytes; an open continues it after them,
+/// or takes a new body whole when the image changed; an open's own transfer, and a lookup under img/, is an ordinary
+/// GET.
 @Suite("Probes instead of downloads")
 struct ProbeTests {
     private let fetcher = ManualFetcher()
@@ -18,44 +19,47 @@ struct ProbeTests {
         filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(), logger: .init(label: "test"))
     }
 
-    private func name(_ path: String) -> [UInt8] { Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8) }
+    private func url(_ path: String) throws -> ImageURL { try ImageURL("http://127.0.0.1/\(path)") }
 
-    /// Looks `path` up (waiting for the size) and answers its probe; returns the entry.
-    private func probed(_ path: String) throws -> Entry {
-        let replies = Replies<Result<Entry, FilesystemError>>()
-        filesystem.lookup(parent: InodeTable.imagesInode, name: name(path), waitForSize: true) { replies.record($0) }
+    /// Stats `path` (a probe) and answers the probe; returns the size the stat was given.
+    private func probed(_ path: String) throws -> Int {
+        let sizes = Replies<Int>()
+        repository.metadata(try url(path), refresh: false, probe: true) { sizes.record((try? $0.get().size) ?? -1) }
         #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes)
         fetcher.respondProbe(fetcher.transfers.count - 1, body: image)
-        return try #require(replies.all.first).get()
+        return try #require(sizes.all.first)
     }
 
-    /// Opens `inode` and reads all of it once the continuation `answer` was played.
-    private func openAndRead(_ inode: UInt64, answer: (Int) -> Void) throws -> [UInt8] {
-        let opened = Replies<Result<ImageFilesystem.OpenFile, FilesystemError>>()
-        filesystem.open(inode, forWriting: false, caller: .root) { opened.record($0) }
+    /// Opens `path` and reads all of it once the continuation `answer` was played.
+    private func openAndRead(_ path: String, answer: (Int) -> Void) throws -> (size: Int, bytes: [UInt8]) {
+        let opened = Replies<Int>()
+        repository.opening(try url(path), fileAbove: 1 << 30) {
+            opened.record((try? $0.get().found.metadata.size) ?? -1)
+        }
         #expect(opened.all.isEmpty, "the open waits until the continuation's answer is decided")
         answer(fetcher.transfers.count - 1)
-        let handle = try #require(opened.all.first).get().handle
-        let read = Replies<Result<ImageSlice, FilesystemError>>()
-        filesystem.read(inode, handle: handle, offset: 0, count: 1 << 20) { read.record($0) }
-        return try #require(read.all.first).get().bytes.copyBytes()
+        let size = try #require(opened.all.first)
+        let read = Replies<[UInt8]>()
+        repository.read(try url(path), offset: 0, count: 1 << 20) {
+            read.record((try? $0.get())?.bytes.copyBytes() ?? [])
+        }
+        return (size, try #require(read.all.first))
     }
 
-    @Test("a lookup's transfer asks for the first bytes and answers the whole size; the transfer then stops")
-    func lookupProbes() throws {
-        let entry = try probed("a.jpg")
-        #expect(entry.attributes.size == image.count)
+    @Test("a stat's transfer asks for the first bytes and answers the whole size; the transfer then stops")
+    func statProbes() throws {
+        #expect(try probed("a.jpg") == image.count)
         #expect(fetcher.transfers.count == 1)
-        let getattr = Replies<Result<Entry, FilesystemError>>()
-        filesystem.getattr(entry.attributes.inode) { getattr.record($0) }
-        #expect((try? getattr.all.first?.get())?.attributes.size == image.count, "stat answers from the probe")
-        #expect(fetcher.transfers.count == 1, "no request for the stat")
+        let again = Replies<Int>()
+        repository.metadata(try url("a.jpg"), refresh: false, probe: true) { again.record((try? $0.get().size) ?? -1) }
+        #expect(again.all == [image.count], "a second stat answers from the probe")
+        #expect(fetcher.transfers.count == 1, "no request for it")
     }
 
     @Test("an open after a probe asks for the rest only (Range from the probe's end, with its validator)")
     func openContinues() throws {
-        let entry = try probed("b.jpg")
-        let bytes = try openAndRead(entry.attributes.inode) { index in
+        _ = try probed("b.jpg")
+        let (size, bytes) = try openAndRead("b.jpg") { index in
             let request = fetcher.transfers[index].request
             #expect(request.continuedFrom == ImageRepository.probeBytes)
             #expect(request.continuedHead?.etag == "\"v1\"")
@@ -63,33 +67,41 @@ struct ProbeTests {
             fetcher.respondRest(index, body: image)
         }
         #expect(fetcher.transfers.count == 2)
+        #expect(size == image.count)
         #expect(bytes == image)
     }
 
     @Test("an image that changed between the probe and the open is read whole in its new version, never mixed")
     func changedImageIsNotMixed() throws {
-        let entry = try probed("c.jpg")
+        _ = try probed("c.jpg")
         let changed = Array(image.reversed()) + [1, 2, 3]
-        let bytes = try openAndRead(entry.attributes.inode) { index in
+        let (size, bytes) = try openAndRead("c.jpg") { index in
             fetcher.respondRestart(index, body: changed, etag: "\"v2\"")
         }
+        #expect(size == changed.count)
         #expect(bytes == changed)
-        let getattr = Replies<Result<Entry, FilesystemError>>()
-        filesystem.getattr(entry.attributes.inode) { getattr.record($0) }
-        #expect((try? getattr.all.first?.get())?.attributes.size == changed.count)
+    }
+
+    @Test("a server that ignores Range sends the same version again from byte 0: taken whole")
+    func sameVersionAgain() throws {
+        _ = try probed("g.jpg")
+        let (size, bytes) = try openAndRead("g.jpg") { index in
+            fetcher.respondRestart(index, body: image, etag: "\"v1\"")
+        }
+        #expect(size == image.count)
+        #expect(bytes == image)
     }
 
     @Test("a probed download is continued once, however many want the rest")
     func continuedOnce() throws {
-        let download = Download(
-            url: try ImageURL("http://127.0.0.1/d.jpg"), limits: .init(requireImage: false), probeLimit: 4)
+        let download = Download(url: try url("d.jpg"), limits: .init(requireImage: false), probeLimit: 4)
         let started = Replies<Int>()
         download.install(
             .init(
                 continueAfter: { _, _, offset in
                     started.record(offset)
                     return NoHandle()
-                }, probed: {}, replaced: {}))
+                }, probed: {}, replaced: { _ in }))
         var head = ResponseHead(status: 206, contentLength: 10, etag: "\"v1\"")
         head.contentRange = ContentRange(first: 0, last: 3, total: 10)
         #expect(download.transferDidReceive(head: head))
@@ -104,13 +116,13 @@ struct ProbeTests {
         #expect(!download.dropProbe(), "a probe someone wants is not dropped")
     }
 
-    @Test("an open of an uncached image starts an ordinary GET, not a probe")
-    func openIsNoProbe() throws {
-        let inode = try filesystem.lookup(parent: InodeTable.imagesInode, name: name("e.jpg")).get().attributes.inode
-        filesystem.open(inode, forWriting: false, caller: .root) { _ in }
-        #expect(fetcher.transfers.count == 1, "the lookup's probe is joined")
-        let fresh = ImageRepository.forTests(fetcher: fetcher)
-        fresh.opening(try ImageURL("http://127.0.0.1/f.jpg"), fileAbove: 1 << 20) { _ in }
+    @Test("a lookup under img/ and an open start ordinary GETs, not probes")
+    func readsAreNoProbes() throws {
+        _ = filesystem.lookup(
+            parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/e.jpg").utf8))
+        #expect(fetcher.transfers.last?.request.probeBytes == nil)
+        repository.opening(try url("f.jpg"), fileAbove: 1 << 20) { _ in }
+        #expect(fetcher.transfers.count == 2)
         #expect(fetcher.transfers.last?.request.probeBytes == nil)
     }
 }

@@ -58,28 +58,35 @@ struct ProbeIntegrationTests {
         return image
     }
 
-    @Test("stat of every entry of a list of large images transfers at most the probe per entry; sizes are true")
+    /// Adds list `name` of the origin's `/p/<file>` URLs (`--no-probe`); returns the entries' paths in list order.
+    private static func addList(
+        _ name: String, _ files: [String], origin: TestOrigin, mount: MountedImgfs
+    ) throws -> [String] {
+        let text = files.map { "\(origin.baseURL)/p/\($0)" }.joined(separator: "\n") + "\n"
+        let file = "\(mount.root)/\(name).txt"
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let added = try ChildProcess.run(
+            MountedImgfs.binary, ["list", "add", "--no-probe", mount.mountPoint, name, file])
+        #expect(added.status == 0, "\(added.output)")
+        let folder = "\(mount.mountPoint)/lists/\(name)"
+        return try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { "\(folder)/\($0)" }
+    }
+
+    @Test("ls -l and stat of every entry of a list of large images transfer at most the probe each; sizes are true")
     func listingProbes() throws {
         let image = try Self.largeImage()
         let names = (0..<6).map { "\($0).jpg" }
         let images = RangedImages(Dictionary(uniqueKeysWithValues: names.map { ($0, image) }))
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
-            let text = names.map { "\(origin.baseURL)/p/\($0)" }.joined(separator: "\n") + "\n"
-            let file = "\(mount.root)/big.txt"
-            try text.write(toFile: file, atomically: true, encoding: .utf8)
-            let added = try ChildProcess.run(MountedImgfs.binary, ["list", "add", mount.mountPoint, "big", file])
-            #expect(added.status == 0, "\(added.output)")
+            let entries = try Self.addList("big", names, origin: origin, mount: mount)
+            #expect(entries.count == names.count)
             let listed = try ChildProcess.run("/bin/ls", ["-l", "\(mount.mountPoint)/lists/big"])
             #expect(listed.status == 0, "\(listed.output)")
-            let entries = try FileManager.default.contentsOfDirectory(atPath: "\(mount.mountPoint)/lists/big")
-            #expect(entries.count == names.count)
-            for entry in entries {
-                #expect(PosixFile.size("\(mount.mountPoint)/lists/big/\(entry)") == .success(image.count))
-            }
+            for entry in entries { #expect(PosixFile.size(entry) == .success(image.count)) }
             for name in names {
                 let sent = origin.bodyBytesSent("/p/\(name)")
-                #expect(sent > 0 && sent <= Self.probe, "\(name): \(sent) body bytes for list add, ls -l and stat")
+                #expect(sent > 0 && sent <= Self.probe, "\(name): \(sent) body bytes for ls -l and stat")
                 #expect(origin.requestCount("/p/\(name)") == 1, "one probe per entry")
             }
             let probes = origin.requests().filter { $0.path.hasPrefix("/p/") }.compactMap { $0.header("Range") }
@@ -87,16 +94,16 @@ struct ProbeIntegrationTests {
         }
     }
 
-    @Test("a read after a stat fetches only the rest: the probed bytes are not sent twice, the image is exact")
-    func readAfterStat() throws {
+    @Test("a read after ls -l fetches only the rest: the probed bytes are not sent twice, the image is exact")
+    func readAfterListing() throws {
         let image = try Self.largeImage()
         let images = RangedImages(["a.jpg": image])
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
-            let path = mount.path("\(origin.baseURL)/p/a.jpg")
-            #expect(PosixFile.size(path) == .success(image.count))
+            let entry = try #require(try Self.addList("one", ["a.jpg"], origin: origin, mount: mount).first)
+            #expect(PosixFile.size(entry) == .success(image.count))
             #expect(origin.bodyBytesSent("/p/a.jpg") == Self.probe)
-            #expect(PosixFile.read(path) == .success(image))
+            #expect(PosixFile.read(entry) == .success(image))
             #expect(origin.bodyBytesSent("/p/a.jpg") == image.count, "every byte sent once")
             #expect(origin.requestCount("/p/a.jpg") == 2, "the probe and the rest")
             let rest = origin.requests().last { $0.path == "/p/a.jpg" }
@@ -105,32 +112,47 @@ struct ProbeIntegrationTests {
         }
     }
 
-    @Test("an image that changed between the stat and the read is read whole in its new version, never mixed")
-    func changedBetweenStatAndRead() throws {
+    @Test("an image that changed between ls -l and the read is read whole in its new version, never mixed")
+    func changedBetweenListingAndRead() throws {
         let image = try Self.largeImage()
         let changed = Array(image.prefix(4)) + Array(image.dropFirst(4).reversed()) + Array(repeating: 7, count: 1000)
         let images = RangedImages(["c.jpg": image])
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
-            let path = mount.path("\(origin.baseURL)/p/c.jpg")
-            #expect(PosixFile.size(path) == .success(image.count))
+            let entry = try #require(try Self.addList("two", ["c.jpg"], origin: origin, mount: mount).first)
+            #expect(PosixFile.size(entry) == .success(image.count))
             images.change("c.jpg", to: changed)
-            let read = PosixFile.read(path)
-            #expect(read == .success(changed), "the new version, whole")
-            #expect(PosixFile.size(path) == .success(changed.count))
-            #expect(PosixFile.read(path) == .success(changed))
+            #expect(PosixFile.read(entry) == .success(changed), "the new version, whole")
+            #expect(PosixFile.size(entry) == .success(changed.count))
+            #expect(PosixFile.read(entry) == .success(changed))
         }
     }
 
-    @Test("a cold read of an uncached image: what it costs in requests and bytes")
+    @Test("a server that ignores Range: ls -l cuts its answer after the probe, a read then gets the image whole")
+    func serverIgnoringRange() throws {
+        let image = try Self.largeImage()
+        try withMountedOrigin { origin, mount in
+            origin.route("/p/plain.jpg", .ok(image, contentType: "image/jpeg"))
+            let entry = try #require(try Self.addList("plain", ["plain.jpg"], origin: origin, mount: mount).first)
+            #expect(PosixFile.size(entry) == .success(image.count))
+            #expect(PosixFile.read(entry) == .success(image))
+            #expect(origin.requestCount("/p/plain.jpg") == 2)
+        }
+    }
+
+    @Test("a cold read of img/<url> makes one request; of a list entry, the lookup's probe and the rest")
     func coldRead() throws {
         let image = try Self.largeImage()
-        let images = RangedImages(["cold.jpg": image])
+        let images = RangedImages(["cold.jpg": image, "entry.jpg": image])
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
             #expect(PosixFile.read(mount.path("\(origin.baseURL)/p/cold.jpg")) == .success(image))
-            #expect(origin.bodyBytesSent("/p/cold.jpg") == image.count, "no byte sent twice")
-            #expect(origin.requestCount("/p/cold.jpg") <= 2, "the lookup's probe and the open's rest")
+            #expect(origin.requestCount("/p/cold.jpg") == 1, "one GET")
+            #expect(origin.bodyBytesSent("/p/cold.jpg") == image.count)
+            let entry = try #require(try Self.addList("cold", ["entry.jpg"], origin: origin, mount: mount).first)
+            #expect(PosixFile.read(entry) == .success(image))
+            #expect(origin.requestCount("/p/entry.jpg") == 2, "the lookup's probe and the open's rest")
+            #expect(origin.bodyBytesSent("/p/entry.jpg") == image.count, "no byte sent twice")
         }
     }
 }

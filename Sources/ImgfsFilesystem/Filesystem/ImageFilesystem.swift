@@ -135,10 +135,13 @@ public final class ImageFilesystem: Sendable {
             reply(.failure(error))
         case .success(.image(let url)):
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
+            // A name in a folder that is listed (lists/, hosts/) is looked up by `ls -l` and file managers: its
+            // transfer is a probe. A name under img/ is looked up to be read (cat, a viewer): a whole GET, as an open.
+            let probe = directory != .images
             if waitForSize {
-                lookupImageWhenKnown(url, interest: interest, glance: glance, reply: reply)
+                lookupImageWhenKnown(url, interest: interest, probe: probe, glance: glance, reply: reply)
             } else {
-                reply(lookupImage(url, glance: glance))
+                reply(lookupImage(url, probe: probe, glance: glance))
             }
         case .success(.generated(let file)):
             reply(
@@ -297,8 +300,8 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Helpers
 
-    func lookupImage(_ url: ImageURL, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
-        switch repository.prepare(url, probe: true, glance: glance) {
+    func lookupImage(_ url: ImageURL, probe: Bool, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url, probe: probe, glance: glance) {
         case .failure(let error):
             return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
@@ -310,9 +313,9 @@ public final class ImageFilesystem: Sendable {
 
     /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
     private func lookupImageWhenKnown(
-        _ url: ImageURL, interest: Interest?, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
+        _ url: ImageURL, interest: Interest?, probe: Bool, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
     ) {
-        let now = repository.prepare(url, interest: interest, probe: true, glance: glance) { [self] result in
+        let now = repository.prepare(url, interest: interest, probe: probe, glance: glance) { [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
             case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))

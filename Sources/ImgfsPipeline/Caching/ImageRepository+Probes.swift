@@ -1,3 +1,4 @@
+import Dispatch
 import ImgfsModel
 
 // MARK: - Probes: a lookup's or stat's transfer asks for the first bytes only
@@ -37,6 +38,11 @@ extension ImageRepository {
                         if !old.dropProbe() { diskWrites.transferEnded() }
                     }
                 },
-                replaced: { [contentChanges, url = download.url] in contentChanges.announce(url) }))
+                replaced: { [contentChanges, url = download.url] readsWaiting in
+                    // With reads waiting, not on the fetch thread: the kernel's invalidation waits for the pages those
+                    // reads hold locked, and they wait for the bytes this thread delivers.
+                    guard readsWaiting else { return contentChanges.announce(url) }
+                    DispatchQueue.global().async { contentChanges.announce(url) }
+                }))
     }
 }

@@ -70,15 +70,16 @@ public final class Download: TransferObserving, Sendable {
             @Sendable (_ download: Download, _ head: ResponseHead, _ offset: Int) -> any TransferHandle
         /// The probe ended after its first bytes (the download now waits for someone to want the rest).
         public var probed: @Sendable () -> Void
-        /// The continuation got a new whole body (the image changed since the probe): said before its size is.
-        public var replaced: @Sendable () -> Void
+        /// The continuation got a new whole body (the image changed since the probe): said before its size is, on the
+        /// fetch thread; `readsWaiting`: reads of the image wait for its bytes (from that thread).
+        public var replaced: @Sendable (_ readsWaiting: Bool) -> Void
 
         /// The three handlers.
         public init(
             continueAfter:
                 @escaping @Sendable (_ download: Download, _ head: ResponseHead, _ offset: Int) ->
                 any TransferHandle,
-            probed: @escaping @Sendable () -> Void, replaced: @escaping @Sendable () -> Void
+            probed: @escaping @Sendable () -> Void, replaced: @escaping @Sendable (_ readsWaiting: Bool) -> Void
         ) {
             self.continueAfter = continueAfter
             self.probed = probed
@@ -287,22 +288,24 @@ public final class Download: TransferObserving, Sendable {
     /// Takes a body that starts again from byte 0; false (and failed) when a reader already had bytes of the first one
     /// that the new head cannot repeat.
     public func transferDidRestart(head: ResponseHead) -> Bool {
-        let (refusal, replaced) = state.withLock { state -> (FetchError??, Bool) in
-            if case .failed = state.phase { return (.some(nil), false) }
-            if state.continuing && !state.served {
-                // The image changed since the probe (or the origin could not resume): its new body, whole.
+        let (refusal, replaced, readsWaiting) = state.withLock { state -> (FetchError??, Bool, Bool) in
+            if case .failed = state.phase { return (.some(nil), false, false) }
+            let same = state.head.map { $0.contentLength == head.contentLength && Self.sameVersion($0, head) } ?? false
+            if state.continuing && !state.served && !same {
+                // The image changed since the probe: its new body, whole (a server that ignores Range sends the same
+                // version again from byte 0, which goes on below as a retry's restart would).
                 state.continuing = false
                 state.head = head
                 state.headReceivedAt = Date()
                 state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
                 state.received = 0
                 state.verified = !limits.requireImage
-                return (nil, true)
+                return (nil, true, !state.rangeWaiters.isEmpty)
             }
             state.continuing = false
             guard head.contentLength == state.head?.contentLength else {
                 let sizes = [state.head?.contentLength, head.contentLength].map { $0.map(String.init) ?? "unknown" }
-                return (.changed("its size went from \(sizes[0]) to \(sizes[1]) bytes"), false)
+                return (.changed("its size went from \(sizes[0]) to \(sizes[1]) bytes"), false, false)
             }
             state.head = head
             if state.served {
@@ -313,9 +316,9 @@ public final class Download: TransferObserving, Sendable {
                 state.received = 0
                 state.verified = !limits.requireImage
             }
-            return (nil, false)
+            return (nil, false, false)
         }
-        if replaced { probeHandlers.withLock { $0 }?.replaced() }
+        if replaced { probeHandlers.withLock { $0 }?.replaced(readsWaiting) }
         if let refusal {
             if let refusal { transferDidComplete(error: refusal) }
             return false
@@ -519,6 +522,12 @@ public final class Download: TransferObserving, Sendable {
         state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
         state.bytes = whole
         return (head, state.received)
+    }
+
+    /// Whether two answers are the same version of the image: the same ETag and Last-Modified (both absent counts as
+    /// the same: nothing tells them apart, and the bytes a reader had must then repeat exactly).
+    private static func sameVersion(_ first: ResponseHead, _ second: ResponseHead) -> Bool {
+        first.etag == second.etag && first.lastModified == second.lastModified
     }
 
     /// Where a body with `head` is kept: a probe's first bytes in ordinary memory (the whole body is moved when it is
