@@ -6,9 +6,10 @@ import ImgfsFuse
 import ImgfsModel
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
-/// names no image extension gets one from what the mount has cached of it (asked without a fetch), or else from a
-/// probe (a `stat` through the mount, which waits for the response headers, then its `user.imgfs.content_type`)
-/// unless `--no-probe`.
+/// names no image extension gets one from what the mount has cached of it (asked without a fetch), else, unless
+/// `--no-probe`, from a probe through the list's folder once it is saved: a `stat` of `lists/NAME/<entry>`, which
+/// costs an uncached image one request for its first 64 KiB, not a download, then its `user.imgfs.content_type`; the
+/// list is saved again with those names.
 ///
 /// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
 /// and keeps the names of the URLs that stay.
@@ -21,7 +22,9 @@ struct ListAddCommand: ParsableCommand {
             URLs in the column named by --url-column (default url) and entry names in --name-column (default name, \
             if there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
             with the same keys. The format follows the file's name (.csv, .tsv, .jsonl, .ndjson, each also with .gz), \
-            else --format, else the first line. Rows without a valid URL are reported by line number and skipped.
+            else --format, else the first line. Rows without a valid URL are reported by line number and skipped. \
+            Entries whose URL names no image type are probed through the mount for it (a request for the first \
+            64 KiB, not a download), --concurrency at once with a progress line; --no-probe skips that.
             """
     )
 
@@ -38,7 +41,11 @@ struct ListAddCommand: ParsableCommand {
     @Option(help: "The column or key that holds entry names (default: name, when there is one).")
     var nameColumn: String?
 
-    @Flag(help: "Do not probe URLs without an image extension (names then have one only when the type is cached).")
+    @Flag(
+        help: """
+            Do not probe URLs without an image extension (a request for the first 64 KiB); their names then have \
+            one only when the type is cached.
+            """)
     var noProbe = false
 
     @Option(help: "How many URLs to probe at once.")
@@ -53,14 +60,24 @@ struct ListAddCommand: ParsableCommand {
         let unnamed = Array(Set(lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil }))
         let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
         var extensions = probe.knownExtensions(for: unnamed)
-        if !noProbe {
-            extensions.merge(probe.extensions(for: unnamed.filter { extensions[$0] == nil })) { known, _ in known }
-        }
         let previous = store.list(name, recheck: true)
-        let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
+        var list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
         try store.save(list)
         // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
         _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
+        let needExtension = Set(unnamed.filter { extensions[$0] == nil })
+        if !noProbe && !needExtension.isEmpty {
+            // Opening the folder makes the mount read a replaced list at once (its new names resolve).
+            let folder = "\(mount)/lists/\(name)"
+            _ = try? FileManager.default.contentsOfDirectory(atPath: folder)
+            let paths = Dictionary(list.entries.map { ($0.urlText, "\(folder)/\($0.name)") }) { first, _ in first }
+            let named = probe.extensions(for: Array(needExtension)) { paths[$0.string] }
+            if !named.isEmpty {
+                extensions.merge(named) { known, _ in known }
+                list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
+                try store.save(list)
+            }
+        }
         let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
         print("list \(name): \(list.entries.count) entries\(skipped)")
         if !problems.isEmpty { throw ExitCode.failure }

@@ -4,9 +4,9 @@ import ImgfsFilesystem
 import ImgfsFuse
 import ImgfsModel
 
-/// Finds the image type of URLs whose path names none, through a running mount: a `stat` of the URL's file waits for
-/// its response headers; the type is then its `user.imgfs.content_type`. Runs `concurrency` probes at once and shows
-/// a progress line on a terminal. URLs too long for a plain file name are not probed.
+/// Probes URLs through a running mount: a `stat` of a list entry's file costs an uncached image a request for its
+/// first 64 KiB (its size and type); the type is then its `user.imgfs.content_type`. Runs `concurrency` probes at
+/// once and shows a progress line on a terminal.
 struct ListProbe {
     let mountPoint: String
     let concurrency: Int
@@ -20,11 +20,12 @@ struct ListProbe {
         }
     }
 
-    /// The extensions the probe finds, with a progress line on a terminal.
-    func extensions(for urls: [ImageURL]) -> [ImageURL: String] {
+    /// Probes each of `urls` through its file (`path`; none: not probed) with a progress line on a terminal; returns
+    /// the extensions found.
+    func extensions(for urls: [ImageURL], path: @escaping @Sendable (ImageURL) -> String?) -> [ImageURL: String] {
         let progress = TerminalProgress.standardError()
         defer { progress?.clear() }
-        return concurrently(urls, progress: progress, probe)
+        return concurrently(urls, progress: progress) { url in path(url).flatMap(probe) }
     }
 
     /// `find` of each of `urls` (once per distinct URL), `concurrency` at once.
@@ -52,11 +53,7 @@ struct ListProbe {
         return found.withLock { $0.found }
     }
 
-    private func probe(_ url: ImageURL) -> String? {
-        guard case .plain(let name) = ImagePath.form(for: url, mountPointLength: mountPoint.utf8.count) else {
-            return nil
-        }
-        let file = "\(mountPoint)/\(ImagePath.imagesDirectory)/\(name)"
+    private func probe(_ file: String) -> String? {
         var status = stat()
         guard stat(file, &status) == 0 else { return nil }
         return MountControl.get("user.imgfs.content_type", on: file).flatMap(ImageExtension.forContentType)

@@ -140,6 +140,23 @@ struct ProbeIntegrationTests {
         }
     }
 
+    @Test("list add names a URL without an extension from a probe of its first bytes, not a download")
+    func listAddProbes() throws {
+        let image = try Self.largeImage()
+        let images = RangedImages(["raw": image])
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            let file = "\(mount.root)/raw.txt"
+            try "\(origin.baseURL)/p/raw\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let added = try ChildProcess.run(MountedImgfs.binary, ["list", "add", mount.mountPoint, "raw", file])
+            #expect(added.status == 0, "\(added.output)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: "\(mount.mountPoint)/lists/raw")
+            #expect(names == ["00001-raw.jpg"])
+            #expect(origin.requestCount("/p/raw") == 1)
+            #expect(origin.bodyBytesSent("/p/raw") <= Self.probe, "a probe, not a download")
+        }
+    }
+
     @Test("a cold read of img/<url> makes one request; of a list entry, the lookup's probe and the rest")
     func coldRead() throws {
         let image = try Self.largeImage()
