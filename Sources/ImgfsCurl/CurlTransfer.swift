@@ -14,9 +14,10 @@ import ImgfsPipeline
 /// short of its Content-Length (or the Content-Range total), and a compressed stream that did not reach its end are
 /// failures. A probe (``FetchRequest/probeBytes``) asks for the first bytes; its 206 must start at byte 0 and name a
 /// total, which the observer is given as the size, and a 200 to it is cut off after those bytes when it announced
-/// its length; the body then ends short without error. A final non-2xx response is aborted at its header. Every address is checked against the policy before
-/// a socket is opened to it, and every request, redirects included, after connecting and before anything is sent;
-/// a URL whose host cannot be read is refused when the policy restricts hosts.
+/// its length; the body then ends short without error. A final non-2xx response is aborted at its header. Every
+/// address is checked against the policy before a socket is opened to it, and every request, redirects included,
+/// after connecting and before anything is sent; a URL whose host cannot be read is refused when the policy restricts
+/// hosts.
 final class CurlTransfer: @unchecked Sendable {
     /// The same for every attempt of one transfer (what cancellation names).
     let id: Int
