@@ -11,6 +11,13 @@ struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "Manage the URL lists a mount shows as folders under <mount>/lists/.",
+        discussion: """
+            Every entry of a list is listed. An entry whose image failed (an HTTP error, a host that refuses or \
+            cannot be reached, a body that is not an image) answers stat with "No such file or directory", so file \
+            managers, gio list, ls -l and scripts go on with the other entries; `imgfs why URL` says why. A failure \
+            is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
+            then tried again; `imgfs purge` forgets every failure at once.
+            """,
         subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
     )
 
