@@ -36,8 +36,9 @@ struct CacheOptions: ParsableArguments {
 
     @Option(
         help: """
-            How long a 404, 410 or unresolvable host is remembered, e.g. 60s; 0: only for the second one use takes \
-            (its stat, open and reads), so the next open tries again.
+            How long a 404, 410 or unresolvable host is remembered, e.g. 60s (other failures: --tune failure-memory, \
+            never longer); 0: every failure only for the second one use takes (its stat, open and reads), so the next \
+            open tries again.
             """)
     var negativeTtl = "60s"
 
@@ -80,7 +81,9 @@ struct CacheOptions: ParsableArguments {
         return bytes
     }
 
-    func repositoryConfiguration() throws -> ImageRepository.Configuration {
+    /// The repository's configuration from these options; `failureMemory` (`--tune failure-memory`) is how long a
+    /// failure other than 404, 410 or an unresolvable host is remembered.
+    func repositoryConfiguration(failureMemory: TimeInterval = 10) throws -> ImageRepository.Configuration {
         var configuration = ImageRepository.Configuration()
         guard let policy = CachePolicy(rawValue: policy) else {
             throw ValidationError("--policy: one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -90,7 +93,7 @@ struct CacheOptions: ParsableArguments {
         configuration.policy = policy
         configuration.expiry = ExpiryPolicy(lifetime: lifetime, honorsCacheControl: cacheControl)
         // One use (lookup, stat, open, reads) sees one attempt even with --negative-ttl 0.
-        configuration.failureMemory = .init(permanent: negative == 0 ? 1 : negative, transient: 1)
+        configuration.failureMemory = FailureMemory(negativeTTL: negative, failureMemory: failureMemory)
         return configuration
     }
 

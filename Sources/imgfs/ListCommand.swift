@@ -14,6 +14,12 @@ struct ListCommand: ParsableCommand {
         discussion: """
             `ls` of a list never uses the network; `ls -l` (or a stat) of an entry not cached costs a probe, one \
             request for the image's first 64 KiB (its size), not a download; a read then fetches the rest.
+
+            Every entry of a list is listed. An entry whose image failed (an HTTP error, a host that refuses or \
+            cannot be reached, a body that is not an image) answers stat with "No such file or directory", so file \
+            managers, gio list, ls -l and scripts go on with the other entries; `imgfs why URL` says why. A failure \
+            is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
+            then tried again; `imgfs purge` forgets every failure at once.
             """,
         subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
     )

@@ -52,7 +52,7 @@ extension MountCommand {
         fetcher: CurlFetcher, rules: RequestRulesHolder, cacheDirectory: URL, tuning: Tuning,
         reloadStatus: ReloadStatus, logger: Logger
     ) throws -> MountParts {
-        var configuration = try cache.repositoryConfiguration()
+        var configuration = try cache.repositoryConfiguration(failureMemory: tuning.failureMemory)
         configuration.rules = rules
         configuration.limits = try network.limits()
         configuration.addressPolicy = network.addressPolicy(fuseOptions: process.fuseOptions)

@@ -52,6 +52,10 @@ extension Tuning {
             .number(
                 "retries", \.retries, 0...100, default: "3",
                 "Retries of transient failures (connect errors, resets, 5xx, 429), with exponential backoff."),
+            .duration(
+                "failure-memory", \.failureMemory, atLeast: 1, default: "10s",
+                "How long a failure other than 404, 410 or an unknown host is answered without a new attempt "
+                    + "(never longer than --negative-ttl)."),
             .number(
                 "max-pixels", \.maxPixels, 1...1_000_000_000_000, default: "100000000",
                 "thumb/ refuses (EFBIG) originals whose header announces more pixels, before decoding."),

@@ -27,6 +27,7 @@ struct Tuning: Equatable {
     var stallTimeout: TimeInterval = 30
     var timeout: TimeInterval = 120
     var retries = 3
+    var failureMemory: TimeInterval = 10
     var maxPixels = 100_000_000
     var thumbWorkers = ProcessInfo.processInfo.activeProcessorCount
     var sharedMaxSize = 64 << 20

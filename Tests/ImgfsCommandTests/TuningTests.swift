@@ -19,12 +19,14 @@ struct TuningTests {
     func goodKeys() throws {
         let tuning = try Tuning([
             "kernel-read-ahead=512", "pages=small", "passthrough=off", "direct_cold_reads=OFF", "timeout=90s",
-            "shared-timeout=200ms", "shared-max-size=1M", "Fetch-Threads=2", "retries=0", "retries=5"
+            "shared-timeout=200ms", "shared-max-size=1M", "Fetch-Threads=2", "retries=0", "retries=5",
+            "failure-memory=30s"
         ])
         #expect(tuning.kernelReadAheadKiB == 512 && tuning.pages == .small)
         #expect(!tuning.passthrough && !tuning.directColdReads)
         #expect(tuning.timeout == 90 && tuning.sharedTimeout == 0.2 && tuning.sharedMaxSize == 1 << 20)
-        #expect(tuning.fetchThreads == 2 && tuning.retries == 5)
+        #expect(tuning.fetchThreads == 2 && tuning.retries == 5 && tuning.failureMemory == 30)
+        #expect(Tuning().failureMemory == 10)
         #expect(try Tuning([]) == Tuning())
     }
 

@@ -54,17 +54,19 @@ extension ImageFilesystem {
     /// view follows the caches.
     static let browseEntryTimeout = 1.0
 
-    /// `reply`, with the entry timeout of names under `lists/` and `hosts/` when `directory` is one of them.
+    /// `reply`, with the entry timeout of names under `lists/` and `hosts/` when `directory` is one of them; in a list
+    /// or a host directory, a failed image is a name that does not exist (``FilesystemError/asListedEntry``).
     func browseReply(in directory: Node, _ reply: @escaping EntryReply) -> EntryReply {
         switch directory {
         case .lists, .list, .hosts, .host:
+            let listed = directory != .lists && directory != .hosts
             return { result in
                 reply(
                     result.map { entry in
                         var entry = entry
                         entry.entryTimeout = min(entry.entryTimeout, Self.browseEntryTimeout)
                         return entry
-                    })
+                    }.mapError { listed ? $0.asListedEntry : $0 })
             }
         default:
             return reply

@@ -9,8 +9,9 @@ import Logging
 /// when the kernel runs lookups of one directory in parallel; where it serializes them, one slow origin would otherwise
 /// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
 /// for. A URL whose fetch failed does not exist: a lookup that knows the failure (or waits for it) fails with its
-/// errno, and getattr of a name the kernel still holds fails with it too, so no program sees an empty regular file. The
-/// reason stays readable through the `.imgfs` directory (``extendedAttribute(_:name:)``, `imgfs why`).
+/// errno (in a list's or a host's directory always `ENOENT`, so programs listing it go on with the rest), and getattr
+/// of a name the kernel still holds fails with it too, so no program sees an empty regular file. The reason stays
+/// readable through the `.imgfs` directory (``extendedAttribute(_:name:)``, `imgfs why`).
 /// Every asynchronous reply is called exactly once.
 public final class ImageFilesystem: Sendable {
     /// Timeouts the kernel is given.

@@ -26,8 +26,12 @@ extension ImageRepository {
     /// were waiting for a pause or for transfers to end go at once.
     public func flushDiskWrites() { diskWrites.flush() }
 
-    /// Empties what `kind` names (`imgfs purge`); the repository's clock and expiry decide what has expired.
-    public func purge(_ kind: CacheTiers.PurgeKind) { tiers.purge(kind, now: now(), expiry: configuration.expiry) }
+    /// Empties what `kind` names (`imgfs purge`); the repository's clock and expiry decide what has expired. Whatever
+    /// the kind, remembered transfer failures are forgotten too: the next access of a failed URL tries it again.
+    public func purge(_ kind: CacheTiers.PurgeKind) {
+        tiers.purge(kind, now: now(), expiry: configuration.expiry)
+        state.withLock { $0.failures.forgetTransfers() }
+    }
 
     /// Counters and sizes, for statistics.
     public func statistics() -> RepositoryStatistics {

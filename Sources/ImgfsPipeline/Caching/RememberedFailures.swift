@@ -63,6 +63,15 @@ struct RememberedFailures {
     /// `rm` of the file: the next access tries again.
     mutating func forget(_ key: String) { recent[key] = nil }
 
+    /// `imgfs purge`: the next access of every URL tries again (last errors stay, for `imgfs why`; so do the failures
+    /// of variants, which are answered again only for an unchanged original).
+    mutating func forgetTransfers() {
+        recent = recent.filter { entry in
+            if case .variant = entry.value.failure { return true }
+            return false
+        }
+    }
+
     // MARK: - Variants
 
     /// Remembers the failure of the variant under `key` made from an original of `validator`.

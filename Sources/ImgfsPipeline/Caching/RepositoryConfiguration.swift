@@ -33,15 +33,28 @@ public struct RepositoryConfiguration: Sendable {
 }
 
 /// How long failures are remembered (``RememberedFailures``).
-public struct FailureMemory: Sendable {
+///
+/// Guarantees: a value only; ``init(negativeTTL:failureMemory:)`` remembers every failure at least 1 s (one use: its
+/// lookup, stat, open and reads see one attempt) and a transient failure never longer than a permanent one.
+public struct FailureMemory: Sendable, Equatable {
     /// For 404, 410 and unresolvable hosts (`--negative-ttl`; 1 s when that is 0).
     public var permanent: TimeInterval
-    /// For everything else: long enough that one program's stat, open and read see one attempt.
+    /// For everything else (HTTP 5xx, refused or reset connections, timeouts, bodies that are not images): long
+    /// enough that a file manager's repeated stats of a failing URL cost one attempt sequence
+    /// (`--tune failure-memory`).
     public var transient: TimeInterval
 
     /// A memory of `permanent` seconds for permanent failures and `transient` seconds for transient ones.
-    public init(permanent: TimeInterval = 60, transient: TimeInterval = 1) {
+    public init(permanent: TimeInterval = 60, transient: TimeInterval = 10) {
         self.permanent = permanent
         self.transient = transient
+    }
+
+    /// The memory of a mount: `negativeTTL` (`--negative-ttl`) for permanent failures, `failureMemory`
+    /// (`--tune failure-memory`) for the others but never longer than `negativeTTL`, and at least 1 s for both (so
+    /// `--negative-ttl 0` remembers every failure for one use only).
+    public init(negativeTTL: TimeInterval, failureMemory: TimeInterval) {
+        let permanent = max(1, negativeTTL)
+        self.init(permanent: permanent, transient: min(max(1, failureMemory), permanent))
     }
 }
