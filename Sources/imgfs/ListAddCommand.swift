@@ -5,11 +5,11 @@ import ImgfsFilesystem
 import ImgfsFuse
 import ImgfsModel
 
-/// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). An entry whose URL
-/// names no image extension gets one from what the mount has cached of it (asked without a fetch), else, unless
-/// `--no-probe`, from a probe through the list's folder once it is saved: a `stat` of `lists/NAME/<entry>`, which
-/// costs an uncached image one request for its first 64 KiB, not a download, then its `user.imgfs.content_type`; the
-/// list is saved again with those names.
+/// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). Unless
+/// `--no-probe`, every entry is then probed through the list's folder, held open meanwhile: a `stat` of
+/// `lists/NAME/<entry>`, which costs an uncached image one request for its first 64 KiB, not a download. An entry
+/// whose URL names no image extension gets one from what the mount has cached of it (asked without a fetch), else
+/// from its probe (its `user.imgfs.content_type`); the list is then saved again with those names.
 ///
 /// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
 /// and keeps the names of the URLs that stay.
@@ -23,8 +23,9 @@ struct ListAddCommand: ParsableCommand {
             if there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
             with the same keys. The format follows the file's name (.csv, .tsv, .jsonl, .ndjson, each also with .gz), \
             else --format, else the first line. Rows without a valid URL are reported by line number and skipped. \
-            Entries whose URL names no image type are probed through the mount for it (a request for the first \
-            64 KiB, not a download), --concurrency at once with a progress line; --no-probe skips that.
+            Every entry is then probed through the mount (an uncached image costs a request for its first 64 KiB, \
+            not a download: its size and type, which names an entry whose URL has no image extension), \
+            --concurrency at once with a progress line; --no-probe skips that.
             """
     )
 
@@ -43,12 +44,12 @@ struct ListAddCommand: ParsableCommand {
 
     @Flag(
         help: """
-            Do not probe URLs without an image extension (a request for the first 64 KiB); their names then have \
-            one only when the type is cached.
+            Do not probe the entries (a request for the first 64 KiB of each uncached image); names of URLs \
+            without an image extension then have one only when the type is cached.
             """)
     var noProbe = false
 
-    @Option(help: "How many URLs to probe at once.")
+    @Option(help: "How many entries to probe at once.")
     var concurrency = 16
 
     func run() throws {
@@ -66,12 +67,15 @@ struct ListAddCommand: ParsableCommand {
         // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
         _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
         let needExtension = Set(unnamed.filter { extensions[$0] == nil })
-        if !noProbe && !needExtension.isEmpty {
-            // Opening the folder makes the mount read a replaced list at once (its new names resolve).
+        if !noProbe {
+            // The folder stays open while its entries are stat'ed: the mount then probes each uncached image (its
+            // first 64 KiB) rather than download it. Opening it also makes the mount read a replaced list at once.
             let folder = "\(mount)/lists/\(name)"
-            _ = try? FileManager.default.contentsOfDirectory(atPath: folder)
+            let listing = opendir(folder)
+            defer { if let listing { closedir(listing) } }
             let paths = Dictionary(list.entries.map { ($0.urlText, "\(folder)/\($0.name)") }) { first, _ in first }
-            let named = probe.extensions(for: Array(needExtension)) { paths[$0.string] }
+            let found = probe.extensions(for: Array(Set(lines.map(\.url)))) { paths[$0.string] }
+            let named = found.filter { needExtension.contains($0.key) }
             if !named.isEmpty {
                 extensions.merge(named) { known, _ in known }
                 list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)

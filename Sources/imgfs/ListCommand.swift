@@ -12,8 +12,10 @@ struct ListCommand: ParsableCommand {
         commandName: "list",
         abstract: "Manage the URL lists a mount shows as folders under <mount>/lists/.",
         discussion: """
-            `ls` of a list never uses the network; `ls -l` (or a stat) of an entry not cached costs a probe, one \
-            request for the image's first 64 KiB (its size), not a download; a read then fetches the rest.
+            `ls` of a list never uses the network. `ls -l` of a list (any program that stats the entries while the \
+            folder is open: file managers, gio list, os.scandir) costs each entry not cached a probe, one request \
+            for the image's first 64 KiB (its size), not a download; a read then fetches only the rest. `cat` of an \
+            entry by name is one GET. `list add` probes every entry (--no-probe skips it).
 
             Every entry of a list is listed. An entry whose image failed (an HTTP error, a host that refuses or \
             cannot be reached, a body that is not an image) answers stat with "No such file or directory", so file \

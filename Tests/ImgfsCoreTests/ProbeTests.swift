@@ -4,9 +4,9 @@ import ImgfsModel
 import ImgfsPipeline
 import Testing
 
-/// A stat's (or a listed folder's lookup's) transfer is a probe of the first bytes; an open continues it after them,
-/// or takes a new body whole when the image changed; an open's own transfer, and a lookup under img/, is an ordinary
-/// GET.
+/// A stat's transfer is a probe of the first bytes; an open continues it after them, or takes a new body whole when
+/// the image changed (or fails when an open was told the old size); an open's own transfer is an ordinary GET, and a
+/// lookup that does not wait starts none.
 @Suite("Probes instead of downloads")
 struct ProbeTests {
     private let fetcher = ManualFetcher()
@@ -24,7 +24,7 @@ struct ProbeTests {
     /// Stats `path` (a probe) and answers the probe; returns the size the stat was given.
     private func probed(_ path: String) throws -> Int {
         let sizes = Replies<Int>()
-        repository.metadata(try url(path), refresh: false, probe: true) { sizes.record((try? $0.get().size) ?? -1) }
+        repository.metadata(try url(path), refresh: false, start: .probe) { sizes.record((try? $0.get().size) ?? -1) }
         #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes)
         fetcher.respondProbe(fetcher.transfers.count - 1, body: image)
         return try #require(sizes.all.first)
@@ -51,7 +51,9 @@ struct ProbeTests {
         #expect(try probed("a.jpg") == image.count)
         #expect(fetcher.transfers.count == 1)
         let again = Replies<Int>()
-        repository.metadata(try url("a.jpg"), refresh: false, probe: true) { again.record((try? $0.get().size) ?? -1) }
+        repository.metadata(try url("a.jpg"), refresh: false, start: .probe) {
+            again.record((try? $0.get().size) ?? -1)
+        }
         #expect(again.all == [image.count], "a second stat answers from the probe")
         #expect(fetcher.transfers.count == 1, "no request for it")
     }
@@ -116,14 +118,76 @@ struct ProbeTests {
         #expect(!download.dropProbe(), "a probe someone wants is not dropped")
     }
 
-    @Test("a lookup under img/ and an open start ordinary GETs, not probes")
-    func readsAreNoProbes() throws {
-        _ = filesystem.lookup(
-            parent: InodeTable.imagesInode, name: Array(NameCodec.encode("http://127.0.0.1/e.jpg").utf8))
-        #expect(fetcher.transfers.last?.request.probeBytes == nil)
-        repository.opening(try url("f.jpg"), fileAbove: 1 << 20) { _ in }
+    @Test("a lookup that does not wait starts nothing; an open then starts one whole GET, a stat alone a probe")
+    func lookupStartsNothing() throws {
+        for directory in [InodeTable.imagesInode] {
+            for path in ["e.jpg", "f.jpg"] {
+                let name = Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8)
+                #expect(throws: Never.self) { try filesystem.lookup(parent: directory, name: name).get() }
+            }
+        }
+        #expect(fetcher.transfers.isEmpty, "a lookup names the image; it starts no transfer")
+        repository.opening(try url("e.jpg"), fileAbove: 1 << 20) { _ in }
+        #expect(fetcher.transfers.count == 1)
+        #expect(fetcher.transfers.last?.request.probeBytes == nil, "an open's transfer is one whole GET")
+        repository.metadata(try url("f.jpg"), refresh: false, start: .probe) { _ in }
         #expect(fetcher.transfers.count == 2)
+        #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes, "a stat's is a probe")
+    }
+
+    @Test("an open told the size of a probe under way: a new version of another size fails, is not remembered")
+    func changedAfterOpenWasToldItsSize() throws {
+        let url = try url("r.jpg")
+        repository.metadata(url, refresh: false, start: .probe) { _ in }
+        let opened = Replies<Int>()
+        let bodies = Replies<OpenedBody>()
+        repository.opening(url, fileAbove: 1 << 30) { result in
+            opened.record((try? result.get().found.metadata.size) ?? -1)
+            if let body = try? result.get().body { bodies.record(body) }
+        }
+        fetcher.respondProbe(0, body: image)
+        #expect(opened.all == [image.count], "the open joined the probe under way and was told its size")
+        #expect(fetcher.transfers.count == 2, "the rest is asked for at once")
+        fetcher.respondRestart(1, body: image + [9, 9, 9], etag: "\"v2\"")
+        guard case .download(let download)? = bodies.all.first else {
+            Issue.record("the open reads from the transfer")
+            return
+        }
+        let read = Replies<String>()
+        download.read(offset: ImageRepository.probeBytes, count: 4096) { result in
+            switch result {
+            case .success: read.record("bytes")
+            case .failure(let error): read.record(error.kind)
+            }
+        }
+        #expect(read.all == ["changed"], "never a body of a size the open was not told")
+        #expect(repository.prepare(url) == .success(nil), "not remembered: the next use starts over")
+        #expect(fetcher.transfers.count == 3)
         #expect(fetcher.transfers.last?.request.probeBytes == nil)
+    }
+
+    @Test("probe(): size, validators, format and first bytes in one call, from a probe or a cached copy")
+    func probeFacts() throws {
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + image.dropFirst(4)
+        let facts = Replies<ProbedImage?>()
+        repository.probe(try url("p.jpg")) { facts.record(try? $0.get()) }
+        #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes)
+        fetcher.respondProbe(0, body: jpeg)
+        let probed = try #require(facts.all.first ?? nil)
+        #expect(probed.metadata.size == jpeg.count)
+        #expect(probed.metadata.etag == "\"v1\"")
+        #expect(probed.format == .jpeg)
+        #expect(probed.firstBytes == Array(jpeg.prefix(ImageRepository.probeBytes)))
+        // The first bytes were read for what they tell, not by a reader: a new version is still read whole.
+        let (size, bytes) = try openAndRead("p.jpg") { index in
+            fetcher.respondRestart(index, body: image + [1], etag: "\"v2\"")
+        }
+        #expect(size == image.count + 1)
+        #expect(bytes == image + [1])
+        let cached = Replies<ProbedImage?>()
+        repository.probe(try url("p.jpg")) { cached.record(try? $0.get()) }
+        #expect(fetcher.transfers.count == 2, "a cached copy answers without a request")
+        #expect(cached.all.first??.firstBytes == Array((image + [1]).prefix(ImageRepository.probeBytes)))
     }
 }
 

@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 
 /// Issue 37, item 1, through a real mount: a stat of an uncached image costs a probe of its first bytes, an open
-/// afterwards fetches only the rest, and an image that changed in between is read whole in its new version.
+/// afterwards fetches only the rest, an image that changed in between is read whole in its new version (or fails,
+/// never mixed), and a cold read (lookup, then open) is one whole GET.
 @Suite("Header probes instead of downloads", .serialized, .enabled(if: FuseAvailability.available))
 struct ProbeIntegrationTests {
     /// The probe size (``ImageRepository/probeBytes``).
@@ -15,9 +16,12 @@ struct ProbeIntegrationTests {
     /// ETag) as an origin with byte ranges does; ``change(_:)`` gives one a new version with a new ETag.
     final class RangedImages: Sendable {
         private let versions: Mutex<[String: (body: [UInt8], tag: Int)]>
+        /// Seconds a probe's answer (`Range: bytes=0-…`) holds its head back; its body is the version asked for.
+        private let probeDelay: Double
 
-        init(_ bodies: [String: [UInt8]]) {
+        init(_ bodies: [String: [UInt8]], probeDelay: Double = 0) {
             versions = Mutex(bodies.mapValues { ($0, 1) })
+            self.probeDelay = probeDelay
         }
 
         func change(_ name: String, to body: [UInt8]) {
@@ -37,7 +41,9 @@ struct ProbeIntegrationTests {
                     return whole
                 }
                 let content = ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(body.count)")
-                return OriginResponse(status: 206, headers: headers + [content], body: Array(body[range]))
+                var partial = OriginResponse(status: 206, headers: headers + [content], body: Array(body[range]))
+                if range.lowerBound == 0 { partial.headerDelay = probeDelay }
+                return partial
             }
         }
 
@@ -72,6 +78,21 @@ struct ProbeIntegrationTests {
         return try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { "\(folder)/\($0)" }
     }
 
+    /// Whether `path` reads as exactly `bytes` (a Bool, so a failure does not print a diff of megabytes).
+    private static func reads(_ path: String, _ bytes: [UInt8]) -> Bool {
+        guard case .success(let read) = PosixFile.read(path) else { return false }
+        return read == bytes
+    }
+
+    /// `ls -l` of `folder` (its entries are looked up while its listing is open: probes); the sizes it printed.
+    private static func listLong(_ folder: String) throws -> [Int] {
+        let listed = try ChildProcess.run("/bin/ls", ["-l", folder])
+        #expect(listed.status == 0, "\(listed.output)")
+        return listed.output.split(separator: "\n").dropFirst().compactMap { line in
+            Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first ?? "")
+        }
+    }
+
     @Test("ls -l and stat of every entry of a list of large images transfer at most the probe each; sizes are true")
     func listingProbes() throws {
         let image = try Self.largeImage()
@@ -81,8 +102,7 @@ struct ProbeIntegrationTests {
             images.route(on: origin)
             let entries = try Self.addList("big", names, origin: origin, mount: mount)
             #expect(entries.count == names.count)
-            let listed = try ChildProcess.run("/bin/ls", ["-l", "\(mount.mountPoint)/lists/big"])
-            #expect(listed.status == 0, "\(listed.output)")
+            #expect(try Self.listLong("\(mount.mountPoint)/lists/big") == names.map { _ in image.count })
             for entry in entries { #expect(PosixFile.size(entry) == .success(image.count)) }
             for name in names {
                 let sent = origin.bodyBytesSent("/p/\(name)")
@@ -101,9 +121,9 @@ struct ProbeIntegrationTests {
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
             let entry = try #require(try Self.addList("one", ["a.jpg"], origin: origin, mount: mount).first)
-            #expect(PosixFile.size(entry) == .success(image.count))
+            #expect(try Self.listLong("\(mount.mountPoint)/lists/one") == [image.count])
             #expect(origin.bodyBytesSent("/p/a.jpg") == Self.probe)
-            #expect(PosixFile.read(entry) == .success(image))
+            #expect(Self.reads(entry, image))
             #expect(origin.bodyBytesSent("/p/a.jpg") == image.count, "every byte sent once")
             #expect(origin.requestCount("/p/a.jpg") == 2, "the probe and the rest")
             let rest = origin.requests().last { $0.path == "/p/a.jpg" }
@@ -120,11 +140,11 @@ struct ProbeIntegrationTests {
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
             let entry = try #require(try Self.addList("two", ["c.jpg"], origin: origin, mount: mount).first)
-            #expect(PosixFile.size(entry) == .success(image.count))
+            #expect(try Self.listLong("\(mount.mountPoint)/lists/two") == [image.count])
             images.change("c.jpg", to: changed)
-            #expect(PosixFile.read(entry) == .success(changed), "the new version, whole")
+            #expect(Self.reads(entry, changed), "the new version, whole")
             #expect(PosixFile.size(entry) == .success(changed.count))
-            #expect(PosixFile.read(entry) == .success(changed))
+            #expect(Self.reads(entry, changed))
         }
     }
 
@@ -134,8 +154,9 @@ struct ProbeIntegrationTests {
         try withMountedOrigin { origin, mount in
             origin.route("/p/plain.jpg", .ok(image, contentType: "image/jpeg"))
             let entry = try #require(try Self.addList("plain", ["plain.jpg"], origin: origin, mount: mount).first)
-            #expect(PosixFile.size(entry) == .success(image.count))
-            #expect(PosixFile.read(entry) == .success(image))
+            #expect(try Self.listLong("\(mount.mountPoint)/lists/plain") == [image.count])
+            #expect(origin.bodyBytesSent("/p/plain.jpg") < image.count, "cut off after the probe")
+            #expect(Self.reads(entry, image))
             #expect(origin.requestCount("/p/plain.jpg") == 2)
         }
     }
@@ -157,19 +178,77 @@ struct ProbeIntegrationTests {
         }
     }
 
-    @Test("a cold read of img/<url> makes one request; of a list entry, the lookup's probe and the rest")
+    @Test("a cold read (lookup, then open) makes one whole GET, under img/ and of a list entry")
     func coldRead() throws {
         let image = try Self.largeImage()
         let images = RangedImages(["cold.jpg": image, "entry.jpg": image])
         try withMountedOrigin { origin, mount in
             images.route(on: origin)
-            #expect(PosixFile.read(mount.path("\(origin.baseURL)/p/cold.jpg")) == .success(image))
+            #expect(Self.reads(mount.path("\(origin.baseURL)/p/cold.jpg"), image))
             #expect(origin.requestCount("/p/cold.jpg") == 1, "one GET")
             #expect(origin.bodyBytesSent("/p/cold.jpg") == image.count)
             let entry = try #require(try Self.addList("cold", ["entry.jpg"], origin: origin, mount: mount).first)
-            #expect(PosixFile.read(entry) == .success(image))
-            #expect(origin.requestCount("/p/entry.jpg") == 2, "the lookup's probe and the open's rest")
+            #expect(Self.reads(entry, image))
+            #expect(origin.requestCount("/p/entry.jpg") == 1, "the lookup starts nothing; the open one GET")
             #expect(origin.bodyBytesSent("/p/entry.jpg") == image.count, "no byte sent twice")
+            let ranges = origin.requests().filter { $0.path.hasPrefix("/p/") }.map { $0.header("Range") }
+            #expect(ranges == [nil, nil], "whole GETs, not probes")
+        }
+    }
+
+    @Test("a program that stats every entry of an open listing gets probes; a stat by path alone one GET")
+    func scandirProbesStatByPathReads() throws {
+        let image = try Self.largeImage()
+        let images = RangedImages(["x.jpg": image, "y.jpg": image])
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            let entries = try Self.addList("scan", ["x.jpg", "y.jpg"], origin: origin, mount: mount)
+            let script = "import os,sys\nfor e in os.scandir(sys.argv[1]): print(e.stat().st_size)\n"
+            let scanned = try ChildProcess.run("/usr/bin/python3", ["-c", script, "\(mount.mountPoint)/lists/scan"])
+            #expect(scanned.status == 0, "\(scanned.output)")
+            #expect(scanned.output.split(separator: "\n") == ["\(image.count)", "\(image.count)"])
+            #expect(origin.bodyBytesSent("/p/x.jpg") == Self.probe)
+            #expect(origin.bodyBytesSent("/p/y.jpg") == Self.probe)
+            // Later, by path, with no listing open (the kernel forgot the names after 1 s): the probe answers.
+            usleep(1_200_000)
+            #expect(PosixFile.size(entries[0]) == .success(image.count))
+            #expect(origin.requestCount("/p/x.jpg") == 1, "the probe's size, kept")
+            let path = mount.path("\(origin.baseURL)/p/z.jpg")
+            images.change("z.jpg", to: image)
+            #expect(PosixFile.size(path) == .success(image.count))
+            #expect(origin.requests().last?.header("Range") == nil, "by path, a lookup cannot tell stat from open")
+        }
+    }
+
+    @Test("an image that changes while a listing's probe is under way and an open waits on it is never read mixed")
+    func changedWhileProbeUnderWay() throws {
+        let image = try Self.largeImage()
+        let changed = Array(image.prefix(4)) + Array(image.dropFirst(4).reversed()) + Array(repeating: 7, count: 1000)
+        let images = RangedImages(["race.jpg": image], probeDelay: 1.0)
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            let entry = try #require(try Self.addList("race", ["race.jpg"], origin: origin, mount: mount).first)
+            // Job 0 lists the folder (a probe, held back 1 s); job 1 opens and reads while it is under way, after
+            // the change.
+            let results = ParallelThreads.run(2) { job -> Result<[UInt8], Errno> in
+                if job == 0 {
+                    return (try? Self.listLong("\(mount.mountPoint)/lists/race")) == [image.count]
+                        ? .success([]) : .failure(Errno(0))
+                }
+                usleep(300_000)
+                images.change("race.jpg", to: changed)
+                return PosixFile.read(entry)
+            }
+            #expect(try results[0].get() == [])
+            switch results[1] {
+            case .success(let bytes):
+                let whole = bytes == changed || bytes == image
+                #expect(whole, "one version, whole: \(bytes.count) bytes")
+            case .failure(let error): #expect(error == Errno(EIO), "or an error, never a mix")
+            }
+            #expect(origin.requests().first?.header("Range") == "bytes=0-\(Self.probe - 1)", "the listing's probe")
+            #expect(Self.reads(entry, changed), "the next read: the new version, whole")
+            #expect(PosixFile.size(entry) == .success(changed.count))
         }
     }
 }

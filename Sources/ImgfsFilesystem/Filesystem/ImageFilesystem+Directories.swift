@@ -40,12 +40,13 @@ extension ImageFilesystem {
         case .image, .generated:
             return .failure(.notADirectory)
         }
-        return .success(
-            listings.withLock { listings in
-                defer { listings.next += 1 }
-                listings.open[listings.next] = listing
-                return listings.next
-            })
+        let handle = listings.withLock { listings in
+            defer { listings.next += 1 }
+            listings.open[listings.next] = listing
+            return listings.next
+        }
+        listed.opened(inode, handle: handle)
+        return .success(handle)
     }
 
     /// Up to `limit` entries of an open listing from position `offset` on, each with the position after it (what the
@@ -76,6 +77,7 @@ extension ImageFilesystem {
     /// Drops an open listing.
     public func closeDirectory(_ handle: UInt64) {
         _ = listings.withLock { $0.open.removeValue(forKey: handle) }
+        listed.closed(handle)
     }
 
     /// The content of a generated file now.

@@ -8,11 +8,15 @@ import Logging
 /// Guarantees: directory listings never wait for the network, and `lookup` waits only when asked to (the adapter asks
 /// when the kernel runs lookups of one directory in parallel; where it serializes them, one slow origin would otherwise
 /// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
-/// for. A URL whose fetch failed does not exist: a lookup that knows the failure (or waits for it) fails with its
-/// errno (in a list's or a host's directory always `ENOENT`, so programs listing it go on with the rest), and getattr
-/// of a name the kernel still holds fails with it too, so no program sees an empty regular file. The reason stays
-/// readable through the `.imgfs` directory (``extendedAttribute(_:name:)``, `imgfs why`).
-/// Every asynchronous reply is called exactly once.
+/// for. The transfer of an image that is neither cached nor arriving is a probe of its first bytes
+/// (``ImageRepository/probeBytes``, which an open later continues) when a stat or a listing asks: a getattr, or a
+/// lookup that waits in a folder of `lists/` or `hosts/` whose listing is open (``ListingDirectories``); a lookup that
+/// waits elsewhere (`cat`, a viewer) starts one whole GET; a lookup that does not wait starts nothing, and what follows
+/// decides (an open: a whole GET; a getattr alone: a probe). A URL whose fetch failed does not exist: a lookup that
+/// knows the failure (or waits for it) fails with its errno (in a list's or a host's directory always `ENOENT`, so
+/// programs listing it go on with the rest), and getattr of a name the kernel still holds fails with it too, so no
+/// program sees an empty regular file. The reason stays readable through the `.imgfs` directory
+/// (``extendedAttribute(_:name:)``, `imgfs why`). Every asynchronous reply is called exactly once.
 public final class ImageFilesystem: Sendable {
     /// Timeouts the kernel is given.
     public struct Configuration: Sendable {
@@ -78,6 +82,8 @@ public final class ImageFilesystem: Sendable {
     let inodes = InodeTable()
     let startTime = Date()
     let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
+    /// The directories with a listing open now (their lookups are probes under `lists/` and `hosts/`).
+    let listed = ListingDirectories()
     /// The open files: images and generated files, by handle; the one count of open handles per image.
     let handles = HandleTable()
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
@@ -116,7 +122,8 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Names
 
-    /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
+    /// Resolves `name` in directory `parent`; never waits, and starts no new transfer (a cached copy that expired is
+    /// revalidated).
     public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
         let answer = Locked<Result<Entry, FilesystemError>?>(nil)
         lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
@@ -136,13 +143,17 @@ public final class ImageFilesystem: Sendable {
             reply(.failure(error))
         case .success(.image(let url)):
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
-            // A name in a folder that is listed (lists/, hosts/) is looked up by `ls -l` and file managers: its
-            // transfer is a probe. A name under img/ is looked up to be read (cat, a viewer): a whole GET, as an open.
-            let probe = directory != .images
             if waitForSize {
-                lookupImageWhenKnown(url, interest: interest, probe: probe, glance: glance, reply: reply)
+                // A lookup that waits must start something. In a folder of lists/ or hosts/ being listed now, names
+                // are looked up by `ls -l`, file managers, scandir + stat: a probe. Otherwise a name is looked up to
+                // be read (cat, a viewer): one whole GET, as the open will want.
+                let probing = directory != .images && listed.isListed(parent)
+                let start: TransferStart = probing ? .probe : .whole
+                lookupImageWhenKnown(url, interest: interest, start: start, glance: glance, reply: reply)
             } else {
-                reply(lookupImage(url, probe: probe, glance: glance))
+                // What follows decides: an OPEN (cat, a viewer) starts one whole GET, a GETATTR alone (stat, ls -l)
+                // a probe of the first bytes.
+                reply(lookupImage(url, start: .none, glance: glance))
             }
         case .success(.generated(let file)):
             reply(
@@ -186,7 +197,8 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
-            repository.metadata(url, refresh: false, interest: interest, probe: true) { [self] result in
+            // With no transfer under way, a stat costs a probe; an open's transfer, if there is one, answers it.
+            repository.metadata(url, refresh: false, interest: interest, start: .probe) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
             }
         case .generated(let file):
@@ -301,8 +313,10 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Helpers
 
-    func lookupImage(_ url: ImageURL, probe: Bool, glance: (CacheGlance) -> Void) -> Result<Entry, FilesystemError> {
-        switch repository.prepare(url, probe: probe, glance: glance) {
+    func lookupImage(
+        _ url: ImageURL, start: TransferStart, glance: (CacheGlance) -> Void
+    ) -> Result<Entry, FilesystemError> {
+        switch repository.prepare(url, start: start, continuesProbe: false, glance: glance) {
         case .failure(let error):
             return orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError))
         case .success(let metadata):
@@ -314,9 +328,12 @@ public final class ImageFilesystem: Sendable {
 
     /// A lookup that waits for the size: a failure found while waiting fails the lookup (the name does not exist).
     private func lookupImageWhenKnown(
-        _ url: ImageURL, interest: Interest?, probe: Bool, glance: (CacheGlance) -> Void, reply: @escaping EntryReply
+        _ url: ImageURL, interest: Interest?, start: TransferStart, glance: (CacheGlance) -> Void,
+        reply: @escaping EntryReply
     ) {
-        let now = repository.prepare(url, interest: interest, probe: probe, glance: glance) { [self] result in
+        // A probe it finds keeps waiting for an open: the lookup may be a stat's (the open asks for the rest).
+        let now = repository.prepare(url, interest: interest, start: start, continuesProbe: false, glance: glance) {
+            [self] result in
             switch result {
             case .success(let metadata): reply(.success(imageEntry(inodes.lookUp(.image(url)), metadata)))
             case .failure(let error): reply(orPlaceholder(inodes.lookUp(.image(url)), .failure(error.filesystemError)))

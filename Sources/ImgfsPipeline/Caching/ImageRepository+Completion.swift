@@ -18,6 +18,11 @@ extension ImageRepository {
         if let error {
             state.withLock { $0.recordFailure(key, error, at: now()) }
             logger.warning("fetch failed: \(error)", metadata: ["url": "\(url)"])
+            if case .changed = error {
+                // The kernel may hold the size of the version that is gone: the next use starts over. Not on the fetch
+                // thread: the kernel's invalidation waits for pages that reads failed just now may still hold locked.
+                DispatchQueue.global().async { [contentChanges] in contentChanges.announce(url) }
+            }
             if fallback != nil {
                 if error.meansGone {
                     tiers.remove(key)

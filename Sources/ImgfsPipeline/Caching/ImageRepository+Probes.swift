@@ -46,3 +46,77 @@ extension ImageRepository {
                 }))
     }
 }
+
+// MARK: - What a probe tells, in one call
+
+extension ImageRepository {
+    /// The image's size, validators, type and first bytes (``ProbedImage``): from a cached copy (memory or disk,
+    /// expired or not: nothing is revalidated), from a transfer under way, or else from a new probe of its first bytes
+    /// (``probeBytes``), which an open later continues. Reading the first bytes this way does not count as a reader's:
+    /// an image that changes before an open is still read whole in its new version. Replies once, without locks held.
+    public func probe(
+        _ url: ImageURL, interest: Interest? = nil,
+        reply: @escaping @Sendable (Result<ProbedImage, FetchError>) -> Void
+    ) {
+        probe(url, interest: interest, attempts: 2, reply: reply)
+    }
+
+    private func probe(
+        _ url: ImageURL, interest: Interest?, attempts: Int,
+        reply: @escaping @Sendable (Result<ProbedImage, FetchError>) -> Void
+    ) {
+        resolve(url, refresh: false, interest: interest, start: .probe) { [self] result in
+            let source: ImageSource
+            switch result {
+            case .failure(let error): return reply(.failure(error))
+            case .success(let resolved): source = resolved
+            }
+            ImageSource.answer(result, interest: interest) { [self] found in
+                let metadata: ImageMetadata
+                switch found {
+                case .failure(let error): return reply(.failure(error))
+                case .success(let found): metadata = found.metadata
+                }
+                firstBytes(of: source, url, count: min(metadata.size, Self.probeBytes), interest: interest) { bytes in
+                    switch bytes {
+                    case .failure(let error):
+                        reply(.failure(error))
+                    case .success(let bytes):
+                        // A probe's continuation may have found a new version since the metadata was told: ask again.
+                        if case .download(let download) = source, let now = download.currentMetadata,
+                            !Self.sameVersion(now, metadata)
+                        {
+                            guard attempts > 1 else {
+                                return reply(.failure(.changed("it changed while its first bytes were read")))
+                            }
+                            return self.probe(url, interest: interest, attempts: attempts - 1, reply: reply)
+                        }
+                        reply(.success(ProbedImage(metadata: metadata, firstBytes: bytes)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first `count` bytes of `source`, once they are there.
+    private func firstBytes(
+        of source: ImageSource, _ url: ImageURL, count: Int, interest: Interest?,
+        reply: @escaping @Sendable (Result<[UInt8], FetchError>) -> Void
+    ) {
+        let copy: @Sendable (Result<ImageSlice, FetchError>) -> Void = { slice in
+            reply(slice.map { slice in slice.withSegments { $0.flatMap { Array($0) } } })
+        }
+        switch source {
+        case .download(let download):
+            download.read(offset: 0, count: count, interest: interest, servesReader: false, copy)
+        case .memory(let image):
+            copy(.success(ImageSlice(image.bytes, size: image.metadata.size, offset: 0, count: count)))
+        case .disk(let record):
+            readFromDisk(url, record, offset: 0, count: count, reply: copy)
+        }
+    }
+
+    private static func sameVersion(_ first: ImageMetadata, _ second: ImageMetadata) -> Bool {
+        first.size == second.size && first.etag == second.etag && first.lastModified == second.lastModified
+    }
+}

@@ -95,19 +95,24 @@ public final class ImageRepository: Sendable {
     /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
     /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
     /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller;
-    /// `glance` is told what it found. With `probe`, a transfer it starts asks for the first bytes only
-    /// (``probeBytes``), and a probe under way is not continued; otherwise a probe it joins fetches the rest.
+    /// `glance` is told what it found. `start` says what kind of transfer it may start (``TransferStart``); with
+    /// ``TransferStart/none`` an image neither cached nor in flight is `.success(nil)` and nothing is started. Without
+    /// `continuesProbe` (a lookup, which may be a stat's), a probe it finds is not asked for the rest.
     public func prepare(
-        _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited, probe: Bool = false,
-        glance: (CacheGlance) -> Void = { _ in }, whenKnown: Download.MetadataReply? = nil
+        _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited, start: TransferStart = .whole,
+        continuesProbe: Bool = true, glance: (CacheGlance) -> Void = { _ in },
+        whenKnown: Download.MetadataReply? = nil
     ) -> Result<ImageMetadata?, FetchError> {
         let later: SourceReply = { result in
             guard let whenKnown else { return }
             ImageSource.answer(result, interest: interest) { whenKnown($0.map(\.metadata)) }
         }
-        let resolution = resolveNow(url, refresh: true, interest: interest, priority: priority, probe: probe)
+        let resolution = resolveNow(
+            url, refresh: true, interest: interest, priority: priority, start: start, continuesProbe: continuesProbe)
         glance(resolution.glance)
         switch resolution {
+        case .notStarted:
+            return .success(nil)
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -121,12 +126,12 @@ public final class ImageRepository: Sendable {
     }
 
     /// The image's metadata once known. With `refresh`, an expired copy is revalidated first (lookup and open do that;
-    /// stat and read do not). With `probe`, as for ``prepare(_:interest:priority:probe:glance:whenKnown:)``.
+    /// stat and read do not). `start`: ``TransferStart/whole`` or ``TransferStart/probe`` (a stat).
     public func metadata(
-        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, probe: Bool = false,
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, start: TransferStart = .whole,
         reply: @escaping @Sendable (Result<ImageMetadata, FetchError>) -> Void
     ) {
-        resolve(url, refresh: refresh, interest: interest, probe: probe) { result in
+        resolve(url, refresh: refresh, interest: interest, start: start) { result in
             ImageSource.answer(result, interest: interest) { reply($0.map(\.metadata)) }
         }
     }
@@ -168,33 +173,38 @@ public final class ImageRepository: Sendable {
 
     /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
     /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
-    /// once, without locks held; `glance`, before that, with what the resolution found.
+    /// once, without locks held; `glance`, before that, with what the resolution found. `start` is never
+    /// ``TransferStart/none`` (whoever calls this waits for an answer).
     func resolve(
-        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, probe: Bool = false,
+        _ url: ImageURL, refresh: Bool, interest: Interest? = nil, start: TransferStart = .whole,
         glance: (CacheGlance) -> Void = { _ in }, reply: @escaping SourceReply
     ) {
-        let resolution = resolveNow(url, refresh: refresh, interest: interest, probe: probe)
+        let resolution = resolveNow(url, refresh: refresh, interest: interest, start: start == .none ? .probe : start)
         glance(resolution.glance)
         switch resolution {
+        case .notStarted: reply(.failure(.notCached))
         case .ready(let result): reply(result)
         case .revalidating(let download, let fallback): waitForRevalidation(download, fallback: fallback, reply: reply)
         }
     }
 
     /// The decision of ``resolve(_:refresh:reply:)`` (``SourceResolver``), without waiting for anything; a transfer it
-    /// files in flight is started here, outside the lock. Unless `probe`, a probe it finds is continued.
+    /// files in flight is started here, outside the lock. With ``TransferStart/whole`` and `continuesProbe`, a probe it
+    /// finds is continued.
     func resolveNow(
         _ url: ImageURL, refresh: Bool, interest: Interest? = nil,
-        priority: FetchPriority = .waited, probe: Bool = false
+        priority: FetchPriority = .waited, start: TransferStart = .whole, continuesProbe: Bool = true
     ) -> Resolution {
         diskWrites.noteRequest()
-        let probe = probe && probes(max(priority, url.requestedPriority))
-        switch resolver.step(url, refresh: refresh, interest: interest, priority: priority, probe: probe) {
+        let kind = start == .probe && !probes(max(priority, url.requestedPriority)) ? .whole : start
+        switch resolver.step(url, refresh: refresh, interest: interest, priority: priority, start: kind) {
         case .answer(let resolution):
-            if !probe, case .ready(.success(.download(let download))) = resolution { download.wantRest() }
+            if kind == .whole, continuesProbe, case .ready(.success(.download(let download))) = resolution {
+                download.wantRest()
+            }
             return resolution
         case .start(let download, let request, let fallback):
-            start(download, request, fallback: fallback)
+            self.start(download, request, fallback: fallback)
             return fallback.map { .revalidating(download, fallback: $0) } ?? .ready(.success(.download(download)))
         }
     }

@@ -8,9 +8,10 @@ import ImgfsModel
 ///
 /// Guarantees: a transfer's failure is answered again only within its memory (``FailureMemory``: permanent for 404,
 /// 410 and unresolvable hosts, transient for the rest), after which it is forgotten; a cancelled transfer is
-/// remembered neither way (nobody's fault), nor is one ended by a shutdown; a variant's failure is answered again only
-/// to a production of the same validator; at most 10,000 last errors are kept, of both kinds together. Not
-/// thread-safe by itself: it lives in the repository's locked state.
+/// remembered neither way (nobody's fault), nor is one ended by a shutdown or by a change of the image under the
+/// transfer (``FetchError/changed(_:)``: only its last error is kept, and the next use fetches the new version); a
+/// variant's failure is answered again only to a production of the same validator; at most 10,000 last errors are
+/// kept, of both kinds together. Not thread-safe by itself: it lives in the repository's locked state.
 struct RememberedFailures {
     /// A failure, of either kind.
     private enum Failure: Equatable {
@@ -31,6 +32,11 @@ struct RememberedFailures {
     private static let lastErrorLimit = 10_000
 
     mutating func record(_ key: String, _ error: FetchError, at date: Date) {
+        if case .changed = error {
+            // The image changed under a transfer: the next use fetches its new version, at once.
+            setLastError(error, forKey: key)
+            return
+        }
         guard error != .cancelled && error != .shutDown else { return }
         recent[key] = Recent(failure: .transfer(error), at: date, validator: nil)
         setLastError(error, forKey: key)

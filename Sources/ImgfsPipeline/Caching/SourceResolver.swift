@@ -15,6 +15,8 @@ struct SourceResolver: Sendable {
     /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
     enum Resolution {
         case ready(Result<ImageSource, FetchError>)
+        /// Nothing cached, in flight or remembered, and nothing was to be started (``TransferStart/none``).
+        case notStarted
         case revalidating(Download, fallback: ImageSource)
     }
 
@@ -38,9 +40,11 @@ struct SourceResolver: Sendable {
     let now: @Sendable () -> Date
     let logger: Logger
 
-    /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start (a probe of
-    /// the first bytes with `probe`, when no copy is cached).
-    func step(_ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority, probe: Bool) -> Step {
+    /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start (of the kind
+    /// `start` says, when no copy is cached; none with ``TransferStart/none``).
+    func step(
+        _ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority, start: TransferStart
+    ) -> Step {
         let priority = max(priority, url.requestedPriority), key = url.cacheKey, rules = configuration.rules.current
         if let refusal = configuration.addressPolicy.refusal(cachedHost: url.host)
             ?? rules.profile(for: url.host).refusal
@@ -74,8 +78,9 @@ struct SourceResolver: Sendable {
                 return .step(.answer(.ready(.failure(.notCached))))
             }
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
+            if start == .none { return .step(.answer(.notStarted)) }
             var request = FetchRequest(url: url, priority: priority)
-            request.probeBytes = probe ? ImageRepository.probeBytes : nil
+            request.probeBytes = start == .probe ? ImageRepository.probeBytes : nil
             return .step(file(url, rules, &state, request: request, fallback: nil))
         }
         switch decision {

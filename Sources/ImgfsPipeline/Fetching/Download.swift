@@ -31,6 +31,9 @@ public final class Download: TransferObserving, Sendable {
         let count: Int
         let interest: Interest?
         let reply: ReadReply
+        /// The bytes go to a reader of the file (not to a look at the first bytes: ``read(offset:count:interest:
+        /// servesReader:_:)``), so a body that starts over must repeat them.
+        var servesReader = true
     }
 
     private struct State {
@@ -61,6 +64,12 @@ public final class Download: TransferObserving, Sendable {
         var restWanted = false
         /// A continuation was started and its answer is not decided yet (the size is withheld meanwhile).
         var continuing = false
+        /// The continuation has been started (once per probe).
+        var continued = false
+        /// Someone wanted the rest while the probe was under way, and so may have been told the probe's size (an
+        /// open): a continuation that finds another size then fails the download rather than serve a body of a size
+        /// that open was not told.
+        var sizePromised = false
     }
 
     /// What the repository does for a probe: start the rest, and hear that a probe ended or a new body replaced it.
@@ -168,14 +177,20 @@ public final class Download: TransferObserving, Sendable {
     }
 
     /// Answers with bytes `offset ..< offset + count` once they arrived (fewer at the end of the image), or the error.
-    public func read(offset: Int, count: Int, interest: Interest? = nil, _ reply: @escaping ReadReply) {
+    /// Unless `servesReader` is false (the first bytes read for what they tell of the image, not for a reader of the
+    /// file), a body that starts over must then repeat them; without a reader, a new version replaces them.
+    public func read(
+        offset: Int, count: Int, interest: Interest? = nil, servesReader: Bool = true, _ reply: @escaping ReadReply
+    ) {
         let answer: Result<ImageSlice, FetchError>? = state.withLock { state in
             if case .failed(let error, _) = state.phase { return .failure(error) }
             if let slice = Self.slice(of: state, offset: offset, count: count) {
-                state.served = state.served || slice.count > 0
+                state.served = state.served || (servesReader && slice.count > 0)
                 return .success(slice)
             }
-            state.rangeWaiters.append(RangeWaiter(offset: offset, count: count, interest: interest, reply: reply))
+            state.rangeWaiters.append(
+                RangeWaiter(
+                    offset: offset, count: count, interest: interest, reply: reply, servesReader: servesReader))
             return nil
         }
         if let answer { reply(answer) }
@@ -291,6 +306,15 @@ public final class Download: TransferObserving, Sendable {
         let (refusal, replaced, readsWaiting) = state.withLock { state -> (FetchError??, Bool, Bool) in
             if case .failed = state.phase { return (.some(nil), false, false) }
             let same = state.head.map { $0.contentLength == head.contentLength && Self.sameVersion($0, head) } ?? false
+            if state.continuing && !same && state.sizePromised && head.contentLength != state.head?.contentLength {
+                // An open was told the probe's size: the new version's other size would read short or cut off.
+                state.continuing = false
+                let sizes = [state.head?.contentLength, head.contentLength].map { $0.map(String.init) ?? "unknown" }
+                return (
+                    .changed("it changed after an open was told its size: \(sizes[0]), now \(sizes[1]) bytes"),
+                    false, false
+                )
+            }
             if state.continuing && !state.served && !same {
                 // The image changed since the probe: its new body, whole (a server that ignores Range sends the same
                 // version again from byte 0, which goes on below as a retry's restart would).
@@ -460,6 +484,12 @@ public final class Download: TransferObserving, Sendable {
     public func wantRest() {
         guard probeLimit != nil else { return }
         let start = state.withLock { state -> (ResponseHead, Int)? in
+            switch state.phase {
+            case .waitingForHead, .receiving:
+                // Under way (not yet ended after its first bytes, nor continued): the asker may be told its size.
+                state.sizePromised = state.sizePromised || (!state.continued && !state.probed)
+            case .complete, .failed: break
+            }
             state.restWanted = true
             return Self.takeContinuation(&state, memory: memory)
         }
@@ -517,6 +547,7 @@ public final class Download: TransferObserving, Sendable {
         guard state.probed, state.restWanted, let head = state.head else { return nil }
         state.probed = false
         state.continuing = true
+        state.continued = true
         state.phase = .receiving
         let whole = ImageBytes(expectedCount: head.contentLength, memory: memory)
         state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
@@ -578,7 +609,7 @@ public final class Download: TransferObserving, Sendable {
         var waiting: [RangeWaiter] = []
         for waiter in state.rangeWaiters {
             if let slice = slice(of: state, offset: waiter.offset, count: waiter.count) {
-                state.served = state.served || slice.count > 0
+                state.served = state.served || (waiter.servesReader && slice.count > 0)
                 ready.append((waiter, slice))
             } else {
                 waiting.append(waiter)
