@@ -5,8 +5,8 @@ import ImgfsPipeline
 import Testing
 
 /// A stat's transfer is a probe of the first bytes; an open continues it after them, or takes a new body whole when
-/// the image changed (or fails when an open was told the old size); an open's own transfer is an ordinary GET, and a
-/// lookup that does not wait starts none.
+/// the image changed (or fails when an open was told the old size); an open's own transfer, and a lookup's under img/,
+/// is an ordinary GET.
 @Suite("Probes instead of downloads")
 struct ProbeTests {
     private let fetcher = ManualFetcher()
@@ -118,21 +118,20 @@ struct ProbeTests {
         #expect(!download.dropProbe(), "a probe someone wants is not dropped")
     }
 
-    @Test("a lookup that does not wait starts nothing; an open then starts one whole GET, a stat alone a probe")
-    func lookupStartsNothing() throws {
-        for directory in [InodeTable.imagesInode] {
-            for path in ["e.jpg", "f.jpg"] {
-                let name = Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8)
-                #expect(throws: Never.self) { try filesystem.lookup(parent: directory, name: name).get() }
-            }
-        }
-        #expect(fetcher.transfers.isEmpty, "a lookup names the image; it starts no transfer")
-        repository.opening(try url("e.jpg"), fileAbove: 1 << 20) { _ in }
+    @Test("a lookup under img/ and an open start one whole GET, a stat a probe; a lookup never continues a probe")
+    func lookupsAndOpensAreWhole() throws {
+        let name = { (path: String) in Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8) }
+        #expect(throws: Never.self) { try filesystem.lookup(parent: InodeTable.imagesInode, name: name("e.jpg")).get() }
         #expect(fetcher.transfers.count == 1)
-        #expect(fetcher.transfers.last?.request.probeBytes == nil, "an open's transfer is one whole GET")
-        repository.metadata(try url("f.jpg"), refresh: false, start: .probe) { _ in }
+        #expect(fetcher.transfers.last?.request.probeBytes == nil, "a lookup to be read: one whole GET")
+        repository.opening(try url("f.jpg"), fileAbove: 1 << 20) { _ in }
         #expect(fetcher.transfers.count == 2)
-        #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes, "a stat's is a probe")
+        #expect(fetcher.transfers.last?.request.probeBytes == nil, "an open's transfer is one whole GET")
+        #expect(try probed("h.jpg") == image.count)
+        #expect(fetcher.transfers.count == 3)
+        let entry = filesystem.lookup(parent: InodeTable.imagesInode, name: name("h.jpg"))
+        #expect((try? entry.get().attributes.size) == image.count, "the probe's size")
+        #expect(fetcher.transfers.count == 3, "a lookup (perhaps a stat's) does not ask a probe for the rest")
     }
 
     @Test("an open told the size of a probe under way: a new version of another size fails, is not remembered")

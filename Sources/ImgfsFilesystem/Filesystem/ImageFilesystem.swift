@@ -10,13 +10,12 @@ import Logging
 /// stall every open); `getattr` and `open` of an image wait for its size (or error), `read` only for the bytes it asks
 /// for. The transfer of an image that is neither cached nor arriving is a probe of its first bytes
 /// (``ImageRepository/probeBytes``, which an open later continues) when a stat or a listing asks: a getattr, or a
-/// lookup that waits in a folder of `lists/` or `hosts/` whose listing is open (``ListingDirectories``); a lookup that
-/// waits elsewhere (`cat`, a viewer) starts one whole GET; a lookup that does not wait starts nothing, and what follows
-/// decides (an open: a whole GET; a getattr alone: a probe). A URL whose fetch failed does not exist: a lookup that
-/// knows the failure (or waits for it) fails with its errno (in a list's or a host's directory always `ENOENT`, so
-/// programs listing it go on with the rest), and getattr of a name the kernel still holds fails with it too, so no
-/// program sees an empty regular file. The reason stays readable through the `.imgfs` directory
-/// (``extendedAttribute(_:name:)``, `imgfs why`). Every asynchronous reply is called exactly once.
+/// lookup in a folder of `lists/` or `hosts/` whose listing is open (``ListingDirectories``); any other lookup (`cat`,
+/// a viewer) starts one whole GET. A lookup never asks a probe for the rest: an open does. A URL whose fetch failed
+/// does not exist: a lookup that knows the failure (or waits for it) fails with its errno (in a list's or a host's
+/// directory always `ENOENT`, so programs listing it go on with the rest), and getattr of a name the kernel still holds
+/// fails with it too, so no program sees an empty regular file. The reason stays readable through the `.imgfs`
+/// directory (``extendedAttribute(_:name:)``, `imgfs why`). Every asynchronous reply is called exactly once.
 public final class ImageFilesystem: Sendable {
     /// Timeouts the kernel is given.
     public struct Configuration: Sendable {
@@ -122,8 +121,7 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Names
 
-    /// Resolves `name` in directory `parent`; never waits, and starts no new transfer (a cached copy that expired is
-    /// revalidated).
+    /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
     public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
         let answer = Locked<Result<Entry, FilesystemError>?>(nil)
         lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
@@ -143,17 +141,14 @@ public final class ImageFilesystem: Sendable {
             reply(.failure(error))
         case .success(.image(let url)):
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
+            // In a folder of lists/ or hosts/ being listed now, names are looked up by `ls -l`, file managers,
+            // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer): one whole GET, as the
+            // open will want (the kernel does not say which a lookup is for).
+            let start: TransferStart = directory != .images && listed.isListed(parent) ? .probe : .whole
             if waitForSize {
-                // A lookup that waits must start something. In a folder of lists/ or hosts/ being listed now, names
-                // are looked up by `ls -l`, file managers, scandir + stat: a probe. Otherwise a name is looked up to
-                // be read (cat, a viewer): one whole GET, as the open will want.
-                let probing = directory != .images && listed.isListed(parent)
-                let start: TransferStart = probing ? .probe : .whole
                 lookupImageWhenKnown(url, interest: interest, start: start, glance: glance, reply: reply)
             } else {
-                // What follows decides: an OPEN (cat, a viewer) starts one whole GET, a GETATTR alone (stat, ls -l)
-                // a probe of the first bytes.
-                reply(lookupImage(url, start: .none, glance: glance))
+                reply(lookupImage(url, start: start, glance: glance))
             }
         case .success(.generated(let file)):
             reply(

@@ -17,7 +17,7 @@ extension SourceResolver.Resolution {
     /// What this resolution found, for ``CacheGlance``.
     var glance: CacheGlance {
         switch self {
-        case .ready(.failure), .notStarted: CacheGlance(cached: false, size: nil)
+        case .ready(.failure): CacheGlance(cached: false, size: nil)
         case .ready(.success(.download(let download))): CacheGlance(cached: false, size: download.currentMetadata?.size)
         case .ready(.success(let source)): CacheGlance(cached: true, size: source.metadata?.size)
         case .revalidating(_, let fallback): CacheGlance(cached: true, size: fallback.metadata?.size)

@@ -95,8 +95,7 @@ public final class ImageRepository: Sendable {
     /// For a lookup: starts whatever work the URL needs (a transfer in the `priority` class) and reports what is known
     /// now, without waiting. `.success(nil)`: the size is not known yet; `whenKnown`, if given, is called once it is
     /// (or with the failure). One resolution serves both, so a lookup that waits is not counted as a second caller;
-    /// `glance` is told what it found. `start` says what kind of transfer it may start (``TransferStart``); with
-    /// ``TransferStart/none`` an image neither cached nor in flight is `.success(nil)` and nothing is started. Without
+    /// `glance` is told what it found. `start` says what kind of transfer it starts (``TransferStart``). Without
     /// `continuesProbe` (a lookup, which may be a stat's), a probe it finds is not asked for the rest.
     public func prepare(
         _ url: ImageURL, interest: Interest? = nil, priority: FetchPriority = .waited, start: TransferStart = .whole,
@@ -111,8 +110,6 @@ public final class ImageRepository: Sendable {
             url, refresh: true, interest: interest, priority: priority, start: start, continuesProbe: continuesProbe)
         glance(resolution.glance)
         switch resolution {
-        case .notStarted:
-            return .success(nil)
         case .ready(.failure(let error)):
             return .failure(error)
         case .ready(.success(let source)):
@@ -173,16 +170,14 @@ public final class ImageRepository: Sendable {
 
     /// Decides where `url` is served from; starts a transfer when needed, but never for an asker whose `interest` is
     /// withdrawn already (an interrupt that came before the request was served: nobody would wait for it). Replies
-    /// once, without locks held; `glance`, before that, with what the resolution found. `start` is never
-    /// ``TransferStart/none`` (whoever calls this waits for an answer).
+    /// once, without locks held; `glance`, before that, with what the resolution found.
     func resolve(
         _ url: ImageURL, refresh: Bool, interest: Interest? = nil, start: TransferStart = .whole,
         glance: (CacheGlance) -> Void = { _ in }, reply: @escaping SourceReply
     ) {
-        let resolution = resolveNow(url, refresh: refresh, interest: interest, start: start == .none ? .probe : start)
+        let resolution = resolveNow(url, refresh: refresh, interest: interest, start: start)
         glance(resolution.glance)
         switch resolution {
-        case .notStarted: reply(.failure(.notCached))
         case .ready(let result): reply(result)
         case .revalidating(let download, let fallback): waitForRevalidation(download, fallback: fallback, reply: reply)
         }

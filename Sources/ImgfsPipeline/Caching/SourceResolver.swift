@@ -15,8 +15,6 @@ struct SourceResolver: Sendable {
     /// Where a URL is served from, decided now: a source (or failure), or a revalidation whose answer decides.
     enum Resolution {
         case ready(Result<ImageSource, FetchError>)
-        /// Nothing cached, in flight or remembered, and nothing was to be started (``TransferStart/none``).
-        case notStarted
         case revalidating(Download, fallback: ImageSource)
     }
 
@@ -41,7 +39,7 @@ struct SourceResolver: Sendable {
     let logger: Logger
 
     /// Where `url` is served from, decided now; a new transfer is filed in flight, for the caller to start (of the kind
-    /// `start` says, when no copy is cached; none with ``TransferStart/none``).
+    /// `start` says, when no copy is cached).
     func step(
         _ url: ImageURL, refresh: Bool, interest: Interest?, priority: FetchPriority, start: TransferStart
     ) -> Step {
@@ -78,7 +76,6 @@ struct SourceResolver: Sendable {
                 return .step(.answer(.ready(.failure(.notCached))))
             }
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
-            if start == .none { return .step(.answer(.notStarted)) }
             var request = FetchRequest(url: url, priority: priority)
             request.probeBytes = start == .probe ? ImageRepository.probeBytes : nil
             return .step(file(url, rules, &state, request: request, fallback: nil))
