@@ -31,7 +31,7 @@ struct ListTests {
         #expect(added.output.contains("line 6: "), "\(added.output)")
         #expect(added.output.contains("list holiday: 4 entries"), "\(added.output)")
         let probes = origin.totalRequests
-        #expect(probes == 1, "only the URL without an extension was probed")
+        #expect(probes == 3, "every URL was probed once (a duplicate once)")
 
         let names = try fixture.ls("lists/holiday")
         #expect(names == ["00001-green-photo.jpg", "00002-thing.png", "00003-Cover-Image.png", "00004-3.png"])
@@ -45,7 +45,7 @@ struct ListTests {
         let plain = fixture.mount.path("\(origin.baseURL)/photos/green%20photo.jpg")
         #expect(PosixFile.read(plain) == .success(jpeg))
         #expect(
-            origin.requestCount("/photos/green%20photo.jpg") == 2, "ls -l's probe, then one transfer for both names")
+            origin.requestCount("/photos/green%20photo.jpg") == 2, "list add's probe, then the rest for both names")
         var a = stat(), b = stat()
         #expect(stat(entry, &a) == 0 && stat(plain, &b) == 0)
         #expect(a.st_ino == b.st_ino, "the entry is the same file as img/<encoded-url>")
