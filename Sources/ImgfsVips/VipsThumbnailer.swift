@@ -84,7 +84,7 @@ public struct VipsThumbnailer: VariantMaking {
     private static let formats: [VariantFormat: imgfs_vips_format] = [
         .jpeg: IMGFS_VIPS_FORMAT_JPEG, .png: IMGFS_VIPS_FORMAT_PNG, .webp: IMGFS_VIPS_FORMAT_WEBP,
         .gif: IMGFS_VIPS_FORMAT_GIF, .tiff: IMGFS_VIPS_FORMAT_TIFF, .avif: IMGFS_VIPS_FORMAT_AVIF,
-        .heic: IMGFS_VIPS_FORMAT_HEIC,
+        .heic: IMGFS_VIPS_FORMAT_HEIC
     ]
 
     /// The C format (AUTO for nil).

@@ -38,10 +38,10 @@ struct ThumbnailOptions: ParsableArguments {
     /// The variants' part of `--disk-limit` (an eighth): the images' disk cache has the rest.
     static func diskShare(of diskBudget: Int) -> Int { diskBudget / 8 }
 
-    /// The variant store (`thumb/` and `fmt/`): libvips on `thumb-workers` threads; its own memory cache (an eighth of the images'
-    /// budget, in addition to it) and disk cache (`<cache-dir>/variants`, ``diskShare(of:)`` of the disk limit).
-    /// With `cacheDirectory` nil (`--disk-limit 0`) variants are kept in memory only. Their disk entries expire by
-    /// `expiry` as images do (a variant's record has its original's fetch time and expiry).
+    /// The variant store (`thumb/` and `fmt/`): libvips on `thumb-workers` threads; its own memory cache (an eighth of
+    /// the images' budget, in addition to it) and disk cache (`<cache-dir>/variants`, ``diskShare(of:)`` of the disk
+    /// limit). With `cacheDirectory` nil (`--disk-limit 0`) variants are kept in memory only. Their disk entries expire
+    /// by `expiry` as images do (a variant's record has its original's fetch time and expiry).
     func makeStore(
         repository: ImageRepository, cacheDirectory: URL?, memoryBudget: Int, diskBudget: Int,
         expiry: ExpiryPolicy, tuning: Tuning, logger: Logger

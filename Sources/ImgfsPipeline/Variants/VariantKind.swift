@@ -145,7 +145,7 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
     /// Extensions of image formats imgfs reads but does not write.
     static let unwritableImageExtensions: Set<String> = [
         "bmp", "ico", "svg", "svgz", "jxl", "jp2", "j2k", "jpx", "pdf", "psd", "tga", "pbm", "pgm", "ppm", "pnm", "exr",
-        "hdr", "apng",
+        "hdr", "apng"
     ]
 
     /// A side of 1 to ``maximumSide`` pixels in canonical decimal, or nil.

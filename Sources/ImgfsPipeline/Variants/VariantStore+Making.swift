@@ -99,7 +99,8 @@ extension VariantStore {
         }
         switch made {
         case .failure(let error):
-            logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
+            logger.warning(
+                "variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
             switch error {
             case .decodeTooLarge:
                 break  // Not remembered: the budget follows the memory cgroup's limit.

@@ -56,11 +56,21 @@ extension VariantStore {
         return (cached?.tier, cached, error)
     }
 
-    /// The last failure of the variant when it is not cached and not being made (never makes anything).
+    /// The failure a request for the variant would be answered with now, without a new attempt (never makes
+    /// anything): a decoder's failure remembered for the original as it is cached, or, when the original is not
+    /// cached, the original's failure while it is remembered. Nil while it is cached or being made.
     public func knownFailure(_ kind: VariantKind, of url: ImageURL) -> VariantError? {
         let key = key(kind, url)
         if cachedVariant(key, counting: false) != nil { return nil }
-        return repository.state.withLock { $0.inFlight.isProducing(key) ? nil : $0.failures.lastVariantError(key) }
+        let original = repository.tiers.lookup(url.cacheKey)?.metadata
+        let now = now()
+        let memory = repository.configuration.failureMemory
+        return repository.state.withLock { state -> VariantError? in
+            if state.inFlight.isProducing(key) { return nil }
+            if let original { return state.failures.recent(key, validator: Self.validator(kind, original)) }
+            if state.inFlight[url.cacheKey] != nil { return nil }
+            return state.failures.recent(url.cacheKey, now: now, memory: memory).map { .original($0) }
+        }
     }
 
     /// Empties the variants' memory cache (memory pressure); returns the bytes freed.

@@ -4,12 +4,12 @@ import ImgfsStore
 import ImgfsWorkers
 import Logging
 
-/// Variants of images (`thumb/<px>/<name>`, `thumb/<W>x<H>/<name>`, `fmt/<format>/<name>`): made from the original on a bounded pool of workers, cached in
-/// memory and on disk as entries of their own.
+/// Variants of images (`thumb/<px>/<name>`, `thumb/<W>x<H>/<name>`, `fmt/<format>/<name>`): made from the original on a
+/// bounded pool of workers, cached in memory and on disk as entries of their own.
 ///
 /// Guarantees:
-/// - Only the configured sizes, exact sizes and format views exist (``allows(_:)``); any other is not found, so nobody can make the daemon produce unbounded
-///   variants.
+/// - Only the configured sizes, exact sizes and format views exist (``allows(_:)``); any other is not found, so nobody
+///   can make the daemon produce unbounded variants.
 /// - One production per size and URL at a time; every caller joins it. The original comes through the
 ///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
 /// - Decoding runs only on the store's workers (a ``WorkerPool``), never on the caller's thread, and a worker is
