@@ -66,10 +66,7 @@ public struct VipsThumbnailer: VariantMaking {
         guard let base = original.baseAddress, original.count > 0 else { return nil }
         var cost = imgfs_vips_decode_cost()
         guard imgfs_vips_estimate_decode(base, original.count, &cost) == 0 else { return nil }
-        // Checked before conversion: the C side saturates at INT64_MAX, sizes come from a hostile header.
-        let bytes = cost.bytes >= 0 && cost.bytes <= Int64(Int.max) ? Int(cost.bytes) : Int.max
-        return DecodeCost(
-            bytes: bytes, width: max(0, Int(cost.width)), height: max(0, Int(cost.height)), what: Self.text(&cost.what))
+        return Self.cost(&cost)
     }
 
     /// The C shape and its sides.
@@ -90,6 +87,34 @@ public struct VipsThumbnailer: VariantMaking {
     /// The C format (AUTO for nil).
     private static func format(_ format: VariantFormat?) -> imgfs_vips_format {
         format.flatMap { formats[$0] } ?? IMGFS_VIPS_FORMAT_AUTO
+    }
+
+    /// The decode's cost (``decodeCost(of:)``); for the whole image (`fmt/`) of an original with an EXIF orientation
+    /// other than 1, at least the turned image itself (width x height x bands, 8 bits a sample after the conversion to
+    /// sRGB), which libvips holds in memory to turn it.
+    public func decodeCost(of original: UnsafeRawBufferPointer, for kind: VariantKind) -> DecodeCost? {
+        guard let base = original.baseAddress, original.count > 0 else { return nil }
+        var cost = imgfs_vips_decode_cost()
+        guard imgfs_vips_estimate_decode(base, original.count, &cost) == 0 else { return nil }
+        var estimate = Self.cost(&cost)
+        guard kind.shape == .whole, cost.orientation > 1 else { return estimate }
+        let bands = max(3, min(4, Int(cost.bands)))
+        let (pixels, tooMany) = estimate.width.multipliedReportingOverflow(by: estimate.height)
+        let (bytes, tooLarge) = pixels.multipliedReportingOverflow(by: bands)
+        let turned = tooMany || tooLarge ? Int.max : bytes
+        if turned > estimate.bytes {
+            estimate.bytes = turned
+            estimate.what = "image turned upright (EXIF orientation \(cost.orientation))"
+        }
+        return estimate
+    }
+
+    /// A C estimate as a ``DecodeCost``, every number range-checked.
+    private static func cost(_ cost: inout imgfs_vips_decode_cost) -> DecodeCost {
+        // Checked before conversion: the C side saturates at INT64_MAX, sizes come from a hostile header.
+        let bytes = cost.bytes >= 0 && cost.bytes <= Int64(Int.max) ? Int(cost.bytes) : Int.max
+        return DecodeCost(
+            bytes: bytes, width: max(0, Int(cost.width)), height: max(0, Int(cost.height)), what: text(&cost.what))
     }
 
     /// A fixed-size C character array as a String (up to its NUL).

@@ -249,6 +249,38 @@ struct VariantFormatTests {
         }
     }
 
+    @Test("fmt/jpeg/ of an image that must be turned holds it whole: over the decode budget it is EFBIG, and says so")
+    func turnedWholeImageIsBudgeted() throws {
+        let images = try ThumbnailImages()
+        let script = """
+            from PIL import Image
+            import sys
+            image = Image.new('RGB', (2000, 1500), (0, 0, 255))
+            exif = Image.Exif()
+            exif[0x0112] = int(sys.argv[2])
+            image.save(sys.argv[1], quality=90, exif=exif.tobytes())
+            """
+        _ = try python(script, ["\(images.directory)/turned.jpg", "6"])
+        _ = try python(script, ["\(images.directory)/upright.jpg", "1"])
+        try withMountedOrigin(["--memory-limit", "4M"]) { origin, mount in
+            for name in ["turned.jpg", "upright.jpg"] {
+                origin.route("/\(name)", .ok(try images.bytes(name), contentType: "image/jpeg"))
+            }
+            let turned = origin.baseURL + "/turned.jpg"
+            // 2000 x 1500 x 3 bytes turned in memory is over the 4 MiB budget; the upright one streams.
+            let view = "\(mount.mountPoint)/fmt/jpeg/\(NameCodec.encode(turned))"
+            #expect(PosixFile.read(view).map(\.count) == .failure(Errno(EFBIG)))
+            let upright = "\(mount.mountPoint)/fmt/jpeg/\(NameCodec.encode(origin.baseURL + "/upright.jpg"))"
+            #expect((try? PosixFile.read(upright).get().count) ?? 0 > 0)
+            // Its thumbnail is small: made.
+            #expect((try? PosixFile.read(mount.thumbnail(256, turned)).get().count) ?? 0 > 0)
+            let why = try ChildProcess.run(MountedImgfs.binary, ["why", "--mount", mount.mountPoint, turned])
+            #expect(
+                why.output.contains("fmt/jpeg: decode refused: image turned upright (EXIF orientation 6)"),
+                "\(why.output)")
+        }
+    }
+
     @Test("thumb/224x224/ is exactly 224 x 224 for wide, tall and small originals; attention crop by --tune")
     func exactSizes() throws {
         let images = try ThumbnailImages()

@@ -78,6 +78,8 @@ typedef struct imgfs_vips_decode_cost {
     int64_t bytes;
     /// From the header: the image's size, bands and bits per sample.
     int width, height, bands, bits;
+    /// The EXIF orientation (1 when upright or unknown): any other is turned or mirrored in memory.
+    int orientation;
     /// What cannot stream, e.g. "interlaced PNG" ("" when it streams).
     char what[64];
 } imgfs_vips_decode_cost;

@@ -97,17 +97,26 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
     /// of another format (`.bmp`, `.svg`) asks for what cannot be had: nil. Under `fmt/<format>/` the name may only
     /// have that format's extension or no image extension.
     public static func named(_ url: ImageURL, in directory: VariantKind) -> VariantKind? {
-        let named = requestedFormat(url)
+        kind(asked: requestedFormat(url), in: directory)
+    }
+
+    /// The kind a plain file name (a list entry's `00001-photo.avif`, without fragment) asks for in `directory`, by
+    /// its extension, with the rules of ``named(_:in:)``.
+    public static func named(fileName: some StringProtocol, in directory: VariantKind) -> VariantKind? {
+        kind(asked: requestedFormat(inName: Substring(fileName)) ?? .unnamed, in: directory)
+    }
+
+    private static func kind(asked named: RequestedFormat, in directory: VariantKind) -> VariantKind? {
         switch directory.shape {
         case .whole:
             switch named {
-            case .none: return directory
+            case .unnamed: return directory
             case .format(let format): return format == directory.format ? directory : nil
             case .unwritable: return nil
             }
         case .fit, .cover:
             switch named {
-            case .none: return VariantKind(directory.shape)
+            case .unnamed: return VariantKind(directory.shape)
             case .format(let format): return VariantKind(directory.shape, format: format)
             case .unwritable: return nil
             }
@@ -117,7 +126,7 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
     /// What a name's extension says of the encoding.
     enum RequestedFormat: Equatable {
         /// No image extension.
-        case none
+        case unnamed
         /// A format imgfs writes.
         case format(VariantFormat)
         /// An image format imgfs does not write.
@@ -132,14 +141,16 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
         let resource = url.resourceKey
         let path = resource.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         candidates.append(path.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
-        for candidate in candidates {
-            guard let dot = candidate.lastIndex(of: "."), !candidate[dot...].contains("/") else { continue }
-            let ext = candidate[candidate.index(after: dot)...].lowercased()
-            if let format = VariantFormat(fileExtension: ext) { return .format(format) }
-            if unwritableImageExtensions.contains(ext) { return .unwritable }
-            return .none
-        }
-        return .none
+        return candidates.lazy.compactMap { requestedFormat(inName: $0) }.first ?? .unnamed
+    }
+
+    /// What the extension of `name` asks for; nil when it has none.
+    static func requestedFormat(inName name: Substring) -> RequestedFormat? {
+        guard let dot = name.lastIndex(of: "."), !name[dot...].contains("/") else { return nil }
+        let ext = name[name.index(after: dot)...].lowercased()
+        if let format = VariantFormat(fileExtension: ext) { return .format(format) }
+        if unwritableImageExtensions.contains(ext) { return .unwritable }
+        return .unnamed
     }
 
     /// Extensions of image formats imgfs reads but does not write.

@@ -16,9 +16,18 @@ public protocol VariantMaking: Sendable {
     /// What decoding `original` holds in memory at once where the decoder cannot stream, from its header alone (no
     /// pixel decoded); nil when the header cannot be read (``makeVariant(of:_:)`` then says why).
     func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost?
+
+    /// What making the variant `kind` of `original` holds in memory at once beyond what streams (the decode's cost,
+    /// and for a whole image that must be turned, the image itself); nil when the header cannot be read.
+    func decodeCost(of original: UnsafeRawBufferPointer, for kind: VariantKind) -> DecodeCost?
 }
 
 extension VariantMaking {
+    /// The decode's cost alone (``decodeCost(of:)``).
+    public func decodeCost(of original: UnsafeRawBufferPointer, for kind: VariantKind) -> DecodeCost? {
+        decodeCost(of: original)
+    }
+
     /// A maker that states no cost: every decode streams.
     public func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost? { nil }
 }

@@ -125,7 +125,7 @@ extension VariantStore {
         _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
         retry: @escaping @Sendable () -> Void
     ) -> Result<MadeVariant, VariantError>? {
-        let cost = maker.decodeCost(of: original)
+        let cost = maker.decodeCost(of: original, for: specification.kind)
         let pixels = (cost?.width ?? 0).multipliedReportingOverflow(by: cost?.height ?? 0)
         guard let cost, cost.bytes > 0, !pixels.overflow, pixels.partialValue <= specification.maximumPixels else {
             return maker.makeVariant(of: original, specification)
