@@ -12,7 +12,8 @@ struct ThumbnailOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "The sizes under thumb/: longest side in pixels (256), or an exact size (224x224: scaled to cover,"
-                + " cropped), separated by commas (or colons, in -o); others are ENOENT.", valueName: "sizes"))
+                + " cropped), separated by commas (or colons, in -o); others are ENOENT. (fmt/jpeg/ and fmt/png/"
+                + " hold whole images converted.)", valueName: "sizes"))
     var thumbSizes = "64,128,256,512,1024"
 
     func validate() throws {

@@ -177,7 +177,7 @@ public final class VariantStore: Sendable {
     /// ``key(_:_:)`` without remembering it.
     static func uncachedKey(_ kind: VariantKind, _ url: ImageURL) -> String {
         let scope = url.credentialScope.map { "\($0)/" } ?? ""
-        return SHA256.hex(of: "imgfs-variant/\(kind.token)/\(scope)\(url.resourceKey)".utf8)
+        return SHA256.hex(of: "imgfs-variant/\(Self.generation)\(kind.token)/\(scope)\(url.resourceKey)".utf8)
     }
 
     struct VariantID: Hashable {
@@ -190,12 +190,19 @@ public final class VariantStore: Sendable {
     /// What identifies the content of a variant: its kind and the original's size, ETag and Last-Modified.
     static func validator(_ kind: VariantKind, _ original: ImageMetadata) -> String {
         let modified = original.lastModified.map { String(Int(saturating: $0.timeIntervalSince1970)) } ?? ""
-        return "\(kind.token);\(original.size);\(original.etag ?? "");\(modified)"
+        return "\(generation)\(kind.token);\(original.size);\(original.etag ?? "");\(modified)"
     }
 
+    /// The kind a validator was made for; nil for one of another generation.
     static func kind(ofValidator validator: String) -> VariantKind? {
-        validator.split(separator: ";", maxSplits: 1).first.flatMap { VariantKind(token: $0) }
+        guard validator.hasPrefix(generation) else { return nil }
+        return validator.dropFirst(generation.count).split(separator: ";", maxSplits: 1).first
+            .flatMap { VariantKind(token: $0) }
     }
+
+    /// Marks keys and validators of variants whose name says their type: entries made before (JPEG under any name)
+    /// are never served, listed or made current again; the sweep and the size limit remove them.
+    static let generation = "v2."
 
     // MARK: - Cache look-ups
 
