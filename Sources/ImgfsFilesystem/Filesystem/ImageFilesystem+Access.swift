@@ -32,7 +32,8 @@ extension ImageFilesystem {
     static func listingIsPrivate(_ node: Node) -> Bool {
         switch node {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
-        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.image):
+        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.formatRoot),
+            .thumbnail(.image):
             false
         }
     }
@@ -48,7 +49,7 @@ extension ImageFilesystem {
         case .control: 0o755
         case .generated: 0o400
         case .image, .thumbnail(.image): 0o444
-        case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root): 0o555
+        case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root), .thumbnail(.formatRoot): 0o555
         }
     }
 
