@@ -12,6 +12,8 @@ import ImgfsModel
 /// complete nor failed: its size answers stats, reads past its bytes wait, and the first caller that wants the rest
 /// (``wantRest()``) has it fetched from there, once; until that answer is decided (the continuation's first byte, or a
 /// new whole body) the size is withheld, so nobody is told the size of one version and given the bytes of another.
+/// Whoever wanted the rest while the probe was under way may have been told its size already: a new version of another
+/// size then fails the download (``FetchError/changed(_:)``) rather than be served.
 public final class Download: TransferObserving, Sendable {
     /// Answers a metadata waiter: the image's metadata once the head has arrived, or why the download failed.
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
