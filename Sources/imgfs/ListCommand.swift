@@ -53,6 +53,8 @@ struct ListRemoveCommand: ParsableCommand {
         let store = try ListCommand.store(of: mountPoint, command: "rm")
         do {
             guard try store.remove(name) else { throw ListCommand.usageError("no list called \(name)", command: "rm") }
+            // A running warm of the list notices within half a second and calls off its transfers.
+            try? ListWarmMark.set(false, list: name, in: store)
         } catch let error as ListStore.InvalidName {
             throw ListCommand.usageError(error.description, command: "rm")
         }

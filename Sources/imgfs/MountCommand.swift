@@ -66,6 +66,7 @@ struct MountCommand: ParsableCommand {
         try Self.answerSignals(hangUp: hangUp, purge: purge, mount: mount, logger: logger)
         announce(mountPath, cacheDirectory: cacheDirectory, parts: parts, logger: logger)
         mount.serve {
+            parts.warmer?.stop()
             pressure.stop()
             fetcher.shutdown()
             parts.repository.flushDiskWrites()

@@ -84,7 +84,9 @@ extension ImageFilesystem {
         let text = String(decoding: name, as: UTF8.self)
         switch directory {
         case .lists:
-            return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
+            guard lists.store.list(text, recheck: true) != nil else { return .failure(.notFound) }
+            lists.warmer?.listLookedUp(text)
+            return .success(.list(text))
         case .list(let list):
             return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
                 ?? .failure(.notFound)

@@ -21,10 +21,13 @@ public final class ListDirectories: Sendable {
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
     private let readAheadQueue = WorkerPool(name: "imgfs-readahead")
     private let openHandles = OpenHandleCounter()
+    /// What warms the lists marked for it when they are looked up (none: lists are not warmed).
+    public let warmer: ListWarmer?
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
-    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
+    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories, warmer: ListWarmer? = nil) {
         self.store = store
+        self.warmer = warmer
         self.readAhead = readAhead
         self.hosts = hosts
     }
