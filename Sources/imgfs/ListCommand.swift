@@ -16,7 +16,10 @@ struct ListCommand: ParsableCommand {
             cannot be reached, a body that is not an image) answers stat with "No such file or directory", so file \
             managers, gio list, ls -l and scripts go on with the other entries; `imgfs why URL` says why. A failure \
             is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
-            then tried again; `imgfs purge` forgets every failure at once.
+            then tried again; `imgfs purge` forgets every failure at once. A list added with --warm loads all its \
+            entries in the background (after what readers wait for, up to half of the cache) when it is added and \
+            the first time it is opened after each mount: a data loader that reads it in a shuffled order then finds \
+            its images cached or on their way. Removing the list stops its warming.
             """,
         subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
     )
