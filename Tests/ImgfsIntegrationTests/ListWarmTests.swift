@@ -43,6 +43,26 @@ struct ListWarmTests {
         #expect(fixture.mount.waitForLog { $0.contains("warmed list train") })
     }
 
+    @Test("a reader jumping about a warm list (a shuffled loader) fetches each URL once: read-ahead gives up none")
+    func shuffledReaderOneFetchEach() throws {
+        let fixture = try ListFixture(delay: 0.2)
+        defer { fixture.stop() }
+        let count = 40
+        #expect(
+            try fixture.add("shuffled", (1...count).map(fixture.url).joined(separator: "\n"), extra: ["--warm"]).status
+                == 0)
+        let names = try fixture.ls("lists/shuffled")
+        try #require(names.count == count)
+        // Every open is a jump (more than 2 × read-ahead away from the one before), as in a shuffled epoch.
+        for index in (0..<count / 2).flatMap({ [$0, $0 + count / 2] }) {
+            let data = PosixFile.read("\(fixture.mount.mountPoint)/lists/shuffled/\(names[index])")
+            #expect(data.map(\.count) == .success(fixture.icons[(index + 1) % 8].count))
+        }
+        Poll.elapse(0.5)
+        let paths = Self.listed(fixture, count)
+        #expect(paths.count == count && Set(paths).count == count, "one GET per URL: \(paths.sorted())")
+    }
+
     @Test("a list added without --warm is not warmed; adding it again with --warm warms it")
     func onlyMarkedListsWarm() throws {
         let fixture = try ListFixture()

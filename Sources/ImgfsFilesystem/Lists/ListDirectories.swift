@@ -63,7 +63,11 @@ public final class ListDirectories: Sendable {
             guard let list = store.list(name), list.entries.indices.contains(index),
                 list.entries[index].urlText == url.string
             else { return }
-            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in openHandles($0) }
+            // While the list warms, a jump gives nothing up: the warm would only load it again.
+            let warming = warmer?.isWarming(name) == true
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in
+                openHandles($0) + (warming ? 1 : 0)
+            }
         }
     }
 }

@@ -20,6 +20,8 @@ import Logging
 ///   its mark is removed, noticed within ``checkInterval``, and at ``stop()`` (unmount). It takes no more entries once
 ///   those it went through add up to `budget` bytes: a share of the cache, since warming past the cache's size would
 ///   evict what it warmed.
+/// - While a list warms, its read-ahead gives nothing up on a jump (``ListDirectories``): a shuffled reader's opens
+///   are all jumps, and what read-ahead started the warm would only fetch again.
 public final class ListWarmer: Sendable {
     /// What warming one list has done since it (last) started.
     public struct Counters: Sendable, Codable, Equatable {
@@ -96,6 +98,11 @@ public final class ListWarmer: Sendable {
         }
         queue.stop()
         for url in active { repository.warmingCalledOff(url) }
+    }
+
+    /// Whether the list `name` is being warmed now.
+    public func isWarming(_ name: String) -> Bool {
+        state.withLock { $0.runs[name].map { !$0.counters.ended } ?? false }
     }
 
     /// Each list's counters, by name.
