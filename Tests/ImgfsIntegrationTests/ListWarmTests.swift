@@ -41,6 +41,13 @@ struct ListWarmTests {
         }
         #expect(fixture.origin.totalRequests == count + 1)
         #expect(fixture.mount.waitForLog { $0.contains("warmed list train") })
+        // stats.json tells how far each list's warm went.
+        let data = try #require(FileManager.default.contents(atPath: "\(fixture.mount.mountPoint)/.imgfs/stats.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let warming = try #require((object["warming"] as? [[String: Any]])?.first { $0["name"] as? String == "train" })
+        let counters = try #require(warming["counters"] as? [String: Any])
+        #expect(counters["fetched"] as? Int == count && counters["entries"] as? Int == count, "\(counters)")
+        #expect(counters["ended"] as? Bool == true)
     }
 
     @Test("a reader jumping about a warm list (a shuffled loader) fetches each URL once: read-ahead gives up none")

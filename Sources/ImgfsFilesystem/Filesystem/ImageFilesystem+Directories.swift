@@ -100,6 +100,7 @@ extension ImageFilesystem {
             let placeholdersServed: Int
             let repository: RepositoryStatistics
             let lists: [ReadAhead.Named]?
+            let warming: [ListWarmer.Named]?
             let hosts: [HostDirectories.Named]?
             let variants: VariantCounters?
             let reload: ReloadStatus.Snapshot?
@@ -108,7 +109,7 @@ extension ImageFilesystem {
             pid: ProcessInfo.processInfo.processIdentifier,
             uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
             placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
-            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics(),
+            lists: lists?.readAhead.counters(), warming: lists?.warmer?.counters(), hosts: lists?.hosts.statistics(),
             variants: variants?.statistics(), reload: reloadStatus?.snapshot())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -105,9 +105,17 @@ public final class ListWarmer: Sendable {
         state.withLock { $0.runs[name].map { !$0.counters.ended } ?? false }
     }
 
-    /// Each list's counters, by name.
-    public func counters() -> [(name: String, counters: Counters)] {
-        state.withLock { $0.runs.map { ($0.key, $0.value.counters) } }.sorted { $0.name < $1.name }
+    /// One list's counters with its name (for JSON, where a name must not be taken for a key).
+    public struct Named: Sendable, Codable, Equatable {
+        /// The list's name.
+        public let name: String
+        /// What its warm has done.
+        public let counters: Counters
+    }
+
+    /// The counters of every list warmed since the mount, by name.
+    public func counters() -> [Named] {
+        state.withLock { $0.runs.map { Named(name: $0.key, counters: $0.value.counters) } }.sorted { $0.name < $1.name }
     }
 
     // MARK: - On the warm queue
