@@ -65,10 +65,10 @@ struct ListAddCommand: ParsableCommand {
         }
         let previous = store.list(name, recheck: true)
         let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
+        try store.save(list)
         do { try ListWarmMark.set(warm, list: name, in: store) } catch {
             throw ListCommand.usageError("cannot mark the list for warming: \(error)", command: "add")
         }
-        try store.save(list)
         // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
         _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
         let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
