@@ -32,6 +32,7 @@ extension ImageFilesystem {
     static func listingIsPrivate(_ node: Node) -> Bool {
         switch node {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
+        case .desktop(let desktop): !desktop.isFile
         case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.image):
             false
         }
@@ -45,6 +46,7 @@ extension ImageFilesystem {
         switch node {
         case .images, .thumbnail(.size): 0o711
         case .lists, .list, .hosts, .host: 0o511
+        case .desktop(let desktop): desktop.isFile ? 0o444 : 0o511
         case .control: 0o755
         case .generated: 0o400
         case .image, .thumbnail(.image): 0o444

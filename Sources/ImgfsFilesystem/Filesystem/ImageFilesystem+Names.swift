@@ -34,6 +34,8 @@ extension ImageFilesystem {
                 return resolveThumbnail(name, in: node)
             case .lists, .list, .hosts, .host:
                 return resolveInLists(name, in: directory)
+            case .desktop(let node):
+                return resolveDesktop(name, in: node)
             case .image, .generated:
                 return .failure(.notADirectory)
             }

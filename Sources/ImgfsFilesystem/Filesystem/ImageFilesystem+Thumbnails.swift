@@ -27,6 +27,7 @@ extension ImageFilesystem {
             return .success(.thumbnail(.size(size)))
         case .size(let size):
             guard name != Array(ImagePath.chunkDirectory.utf8) else { return .failure(.notFound) }
+            if let node = readableRootNode(name, size: size) { return .success(node) }
             return resolve(name, in: .images).flatMap { node in
                 guard case .image(let url) = node else { return .failure(.notFound) }
                 return .success(.thumbnail(.image(size: size, url: url.withoutFragment)))
@@ -103,7 +104,7 @@ extension ImageFilesystem {
                     })
         case .size(let size):
             return .entries(
-                leading
+                leading + readableRootEntries(size: size)
                     + variants.cachedVariants(size).map { key, url in
                         let inode =
                             inodes.existingInode(.thumbnail(.image(size: size, url: url))) ?? Self.pseudoInode(key)

@@ -87,6 +87,8 @@ public final class ImageFilesystem: Sendable {
     let placeholder: Placeholder?
     /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
     let reloadStatus: ReloadStatus?
+    /// The entries of lists by the MD5 of their names (`.sh_thumbnails/<size>/<md5>.png`).
+    let desktopNames = DesktopNameIndex()
 
     /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
     /// reload status are served when given.
@@ -149,6 +151,8 @@ public final class ImageFilesystem: Sendable {
                         entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
             reply(.success(lookupVariant(size, url)))
+        case .success(.desktop(let node)):
+            reply(lookupDesktop(node))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -194,6 +198,8 @@ public final class ImageFilesystem: Sendable {
                         attributeTimeout: 0)))
         case .thumbnail(.image(let size, let url)):
             variantAttributes(inode, size, url, reply: reply)
+        case .desktop(let node):
+            desktopAttributes(inode, node, reply: reply)
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -237,6 +243,8 @@ public final class ImageFilesystem: Sendable {
                         handle: handles.open(.bytes(ImageBytes(copying: content(of: file)))).handle, directIO: true)))
         case .thumbnail(.image(let size, let url)):
             openVariant(size, url, reply: reply)
+        case .desktop(let node):
+            openDesktop(node, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -261,6 +269,8 @@ public final class ImageFilesystem: Sendable {
             }
         case (.thumbnail(.image(let size, let url)), _):
             readVariant(size, url, offset: offset, count: count, reply: reply)
+        case (.desktop(let node), _):
+            readDesktop(node, offset: offset, count: count, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -349,7 +359,7 @@ public final class ImageFilesystem: Sendable {
     func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
         let attributes = Attributes(
             inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
-            modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+            modified: metadata.modificationTime, linkCount: 1)
         return Entry(
             attributes: attributes, entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
@@ -372,6 +382,7 @@ public final class ImageFilesystem: Sendable {
 
     private func contentChanged(_ url: ImageURL) {
         variantsOriginalChanged(url)
+        desktopOriginalChanged(url)
         guard let inode = inodes.existingInode(.image(url)) else { return }
         preloads.contentChanged(inode)
         guard let handler = invalidation.withLock({ $0 }) else { return }

@@ -21,6 +21,12 @@ extension VariantStore {
         public var modified: Int
         /// The original's size in bytes (`Thumb::Size`).
         public var size: Int
+
+        /// The facts of an original of mtime `modified` (seconds) and `size` bytes.
+        public init(modified: Int, size: Int) {
+            self.modified = modified
+            self.size = size
+        }
     }
 
     /// The desktop thumbnail of `url` of `size`: cached, or made now. With `refresh` (lookup, open), an expired one
