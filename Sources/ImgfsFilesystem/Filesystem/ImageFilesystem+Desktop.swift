@@ -130,7 +130,8 @@ extension ImageFilesystem {
         guard case .thumbnail(_, let size, _, let url) = node else { return reply(.failure(.isADirectory)) }
         guard let variants else { return reply(.failure(.notFound)) }
         variants.desktopThumbnail(size, of: url, refresh: true) { result in
-            reply(result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError.asListedEntry })
+            reply(
+                result.map { _ in OpenFile(handle: 0, directIO: false) }.mapError { $0.filesystemError.asListedEntry })
         }
     }
 

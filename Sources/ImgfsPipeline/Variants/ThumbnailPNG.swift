@@ -52,4 +52,46 @@ public enum ThumbnailPNG {
     public static func keys(uri: String, modified: Int, size: Int? = nil) -> [(key: String, value: String)] {
         [("Thumb::URI", uri), ("Thumb::MTime", String(modified))] + (size.map { [("Thumb::Size", String($0))] } ?? [])
     }
+
+    /// The `tEXt` chunks of `png` as key and value (Latin-1 read as bytes), in order; empty when it is not a PNG or a
+    /// chunk's length runs past the end (every length is checked before it is used).
+    public static func text(of png: [UInt8]) -> [(key: String, value: String)] {
+        chunks(of: png)?.compactMap { chunk -> (key: String, value: String)? in
+            guard chunk.type == "tEXt" else { return nil }
+            let data = png[chunk.data]
+            guard let nul = data.firstIndex(of: 0) else { return nil }
+            return (
+                String(decoding: data[data.startIndex..<nul], as: UTF8.self),
+                String(decoding: data[(nul + 1)...], as: UTF8.self)
+            )
+        } ?? []
+    }
+
+    /// `png` without its `tEXt` chunks, with those of `text` after its IHDR instead; nil when it is not a well-formed
+    /// PNG.
+    public static func replacingText(of png: [UInt8], with text: [(key: String, value: String)]) -> [UInt8]? {
+        guard isPNG(png), let chunks = chunks(of: png) else { return nil }
+        var bare = Array(png[0..<8])
+        for chunk in chunks where chunk.type != "tEXt" { bare += png[chunk.whole] }
+        return bytes(ofPNG: bare, text: text)
+    }
+
+    /// The chunks of `png`: type, data range and whole range (length, type, data, CRC); nil when a length is out of
+    /// bounds or there is no signature.
+    private static func chunks(of png: [UInt8]) -> [(type: String, data: Range<Int>, whole: Range<Int>)]? {
+        guard png.count >= 8, Array(png[0..<8]) == signature else { return nil }
+        var chunks: [(type: String, data: Range<Int>, whole: Range<Int>)] = []
+        var offset = 8
+        while offset < png.count {
+            guard png.count - offset >= 12 else { return nil }
+            let length = png[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard length <= png.count - offset - 12 else { return nil }
+            let type = String(decoding: png[offset + 4..<offset + 8], as: UTF8.self)
+            let end = offset + 12 + length
+            chunks.append((type, offset + 8..<offset + 8 + length, offset..<end))
+            offset = end
+            if type == "IEND" { break }
+        }
+        return chunks
+    }
 }

@@ -137,8 +137,8 @@ extension VariantStore {
         }
     }
 
-    /// On a worker: decodes the whole original into the PNG and files it (as ``file(_:size:url:key:original:validator:)``
-    /// files any variant).
+    /// On a worker: decodes the whole original into the PNG and files it (as
+    /// ``file(_:size:url:key:original:validator:)`` files any variant).
     private func produceDesktop(
         _ size: DesktopThumbnailSize, _ url: ImageURL, key: String, original: ImageMetadata, arrived: ImageSlice?
     ) {
