@@ -46,8 +46,8 @@ extension ImageRepository {
         }
         let fetchedAt = keptFetchTime(key, metadata, bytes)
         if fetchedAt != metadata.fetchedAt {
-            // The same content again: its first fetch time (its mtime) stays, and the kernel drops the attributes it
-            // took from the transfer.
+            // The transfer reported a fetch time the body turned out not to deserve, or the reverse: the kernel drops
+            // the attributes it took from the transfer.
             metadata.fetchedAt = fetchedAt
             contentChanges.announce(url)
         }
