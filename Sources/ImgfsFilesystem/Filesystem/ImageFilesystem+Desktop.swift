@@ -12,7 +12,8 @@ extension ImageFilesystem {
         return .desktop(.repository(folder))
     }
 
-    /// `lists` and `hosts` in `thumb/<px>/`: the thumbnails of size `<px>` by readable names.
+    /// `lists` and `hosts` in `thumb/<px>/`: the thumbnails of size `<px>` by readable names (found by name, not
+    /// listed: `thumb/<px>/` lists the cached variants of its size).
     func readableRootNode(_ name: [UInt8], size: Int) -> Node? {
         guard lists != nil else { return nil }
         if name == Array(Self.listsDirectory.utf8) { return .desktop(.readableRoot(size: size, hosts: false)) }
@@ -186,18 +187,29 @@ extension ImageFilesystem {
         }
     }
 
-    /// `lists/` and `hosts/` in the listing of `thumb/<px>/`, when the mount has lists.
-    func readableRootEntries(size: Int) -> [DirectoryEntry] {
-        guard lists != nil else { return [] }
-        return [false, true].map { hosts in
-            let name = hosts ? Self.hostsDirectory : Self.listsDirectory
-            let inode = inodes.existingInode(.desktop(.readableRoot(size: size, hosts: hosts))) ?? Self.nameInode(name)
-            return DirectoryEntry(name: name, inode: inode, kind: .directory)
-        }
-    }
-
     /// The desktop thumbnails of `url` are dropped with its variants when its original changes.
     func desktopOriginalChanged(_ url: ImageURL) {
         variants?.desktopOriginalChanged(url)
+    }
+}
+
+// MARK: - The user's cache, fed as list entries are opened
+
+extension ImageFilesystem {
+    /// From now on the thumbnails of list entries opened are written into the user's cache by `feeder`.
+    public func feedDesktopCache(_ feeder: DesktopCacheFeeder) {
+        desktopFeeder.withLock { $0 = feeder }
+    }
+
+    /// An image was opened: when it was looked up in a list, its entry's thumbnails go to the user's cache (decided
+    /// on the feeder's thread).
+    func desktopEntryOpened(_ url: ImageURL) {
+        guard let feeder = desktopFeeder.withLock({ $0 }), let lists else { return }
+        feeder.submit {
+            guard let (name, index) = lists.positions.withLock({ $0[url] }), let list = lists.store.list(name),
+                list.entries.indices.contains(index), list.entries[index].urlText == url.string
+            else { return }
+            feeder.opened(list: name, entry: list.entries[index].name, url: url)
+        }
     }
 }

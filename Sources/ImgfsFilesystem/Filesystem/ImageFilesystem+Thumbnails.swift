@@ -104,7 +104,7 @@ extension ImageFilesystem {
                     })
         case .size(let size):
             return .entries(
-                leading + readableRootEntries(size: size)
+                leading
                     + variants.cachedVariants(size).map { key, url in
                         let inode =
                             inodes.existingInode(.thumbnail(.image(size: size, url: url))) ?? Self.pseudoInode(key)

@@ -89,6 +89,8 @@ public final class ImageFilesystem: Sendable {
     let reloadStatus: ReloadStatus?
     /// The entries of lists by the MD5 of their names (`.sh_thumbnails/<size>/<md5>.png`).
     let desktopNames = DesktopNameIndex()
+    /// What writes opened list entries' thumbnails into the user's cache (`--tune desktop-thumbnails=on`).
+    let desktopFeeder = Locked<DesktopCacheFeeder?>(nil)
 
     /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
     /// reload status are served when given.
@@ -222,6 +224,7 @@ public final class ImageFilesystem: Sendable {
                 switch result {
                 case .success(let (found, body)):
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
+                    desktopEntryOpened(url)
                     let size = found.metadata.size
                     reply(
                         .success(

@@ -77,6 +77,11 @@ extension VariantStore {
         return DesktopFacts(modified: modified, size: size)
     }
 
+    /// The mtime in seconds of the original of `url` as it is known now (never fetches).
+    public func originalModificationSeconds(_ url: ImageURL) -> Int? {
+        (repository.tiers.lookup(url.cacheKey)?.metadata ?? repository.report(url).metadata)?.modificationSeconds
+    }
+
     /// Drops the desktop thumbnails of `url` of every size (its original changed).
     public func desktopOriginalChanged(_ url: ImageURL) {
         for size in DesktopThumbnailSize.allCases {
