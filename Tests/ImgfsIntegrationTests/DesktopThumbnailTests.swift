@@ -85,6 +85,19 @@ struct DesktopThumbnailTests {
             #expect(lines.contains("\(size) 00005-gone.png no entry"), "\(python.output)")
         }
         #expect(fixture.origin.requestCount("/w/wall.jpg") == 1, "four sizes and the original's stat: one GET")
+
+        // A host's folder has its repository too, under the host view's names.
+        let host = "hosts/127.0.0.1:\(fixture.origin.port)"
+        let hostNames = try fixture.ls(host)
+        #expect(hostNames.count == 4, "\(hostNames)")
+        #expect(
+            try fixture.ls("\(host)/.sh_thumbnails/large")
+                == hostNames.map { MD5.hex(of: Array($0.utf8)) + ".png" }.sorted())
+        let wall = try #require(hostNames.first { $0.hasPrefix("wall-") })
+        let wallSize = try Fixtures.largeJPEG().count
+        let text = ThumbnailPNGText.read(
+            "\(fixture.mount.mountPoint)/\(host)/.sh_thumbnails/large/\(MD5.hex(of: Array(wall.utf8))).png")
+        #expect(text["Thumb::URI"] == wall && text["Thumb::Size"] == String(wallSize), "\(text)")
     }
 
     @Test(
