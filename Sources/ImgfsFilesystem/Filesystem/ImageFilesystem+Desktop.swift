@@ -95,9 +95,9 @@ extension ImageFilesystem {
         let attributes = Attributes(
             inode: inode, kind: .file, size: size, permissions: 0o444,
             modified: Date(timeIntervalSince1970: TimeInterval(facts.modified)), linkCount: 1)
+        // Attributes for a second, as names: a thumbnail made again (its original changed) is seen at once.
         return Entry(
-            attributes: attributes, entryTimeout: Self.browseEntryTimeout,
-            attributeTimeout: configuration.attributeTimeout)
+            attributes: attributes, entryTimeout: Self.browseEntryTimeout, attributeTimeout: Self.browseEntryTimeout)
     }
 
     /// The entry of a repository's thumbnail at once (its size once it is made: getattr waits for it); starts making
