@@ -28,8 +28,9 @@ struct DesktopThumbnailWriter: Sendable {
     /// The mount's absolute path, as the mount table has it.
     let mount: String
     let cache: DesktopThumbnailCache
-    /// The sizes written (the standard's `normal` and `large`, which file managers ask for).
-    let sizes: [DesktopThumbnailSize] = [.normal, .large]
+    /// The sizes written (the standard's `normal` and `large`, which file managers ask for): `large` first, so that the
+    /// mount makes `normal` from it rather than from the original.
+    let sizes: [DesktopThumbnailSize] = [.large, .normal]
 
     /// Writes the thumbnails of the entry `entry` of list `list`.
     func thumbnail(list: String, entry: String) -> Outcome {

@@ -155,6 +155,21 @@ extension ImageFilesystem {
         }
     }
 
+    /// `rm .sh_thumbnails/<size>/<md5>.png` evicts that thumbnail (and `rm thumb/<px>/lists/NAME/<entry>` the
+    /// variant); the original stays.
+    func unlinkDesktop(_ name: [UInt8], in directory: DesktopNode) -> Result<Void, FilesystemError> {
+        switch resolveDesktop(name, in: directory) {
+        case .success(.desktop(.thumbnail(_, let size, _, let url))):
+            variants?.evictDesktop(size, of: url)
+            return .success(())
+        case .success(.thumbnail(.image(let size, let url))):
+            variants?.evict(size, of: url)
+            return .success(())
+        case .success: return .failure(.readOnly)
+        case .failure(let error): return .failure(error)
+        }
+    }
+
     // MARK: - Listings (names only, never the network)
 
     /// The listing of a directory of the desktop views; nil for a file.

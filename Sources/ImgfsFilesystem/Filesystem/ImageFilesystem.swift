@@ -171,6 +171,7 @@ public final class ImageFilesystem: Sendable {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
         guard isTrusted(caller) else { return .failure(.accessDenied) }
         if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
+        if case .desktop(let desktop) = directory { return unlinkDesktop(name, in: desktop) }
         guard directory == .images else { return .failure(.readOnly) }
         switch resolve(name, in: directory) {
         case .success(.image(let url)):

@@ -20,7 +20,7 @@ public final class DesktopCacheFeeder: Sendable {
     private let queue = WorkerPool(name: "imgfs-desktop-cache")
     private let written = Locked<Set<String>>([])
     static let writtenLimit = 100_000
-    static let sizes: [DesktopThumbnailSize] = [.normal, .large]
+    static let sizes: [DesktopThumbnailSize] = [.large, .normal]
 
     /// A feeder for the mount at `mountPoint` (absolute, as the mount table has it) writing into `cache`.
     public init(mountPoint: String, cache: DesktopThumbnailCache, variants: VariantStore, logger: Logger) {
@@ -36,9 +36,16 @@ public final class DesktopCacheFeeder: Sendable {
     /// The entry `entry` of list `list`, the image `url`, was opened.
     func opened(list: String, entry: String, url: ImageURL) {
         let uri = FileURI.string(forAbsolutePath: "\(mountPoint)/lists/\(list)/\(entry)")
-        for size in Self.sizes {
-            variants.desktopThumbnail(size, of: url.withoutFragment, refresh: false) { [self] result in
-                queue.submit { [self] in write(result, uri: uri, size: size, url: url.withoutFragment) }
+        make(Self.sizes[...], uri: uri, url: url.withoutFragment)
+    }
+
+    /// Makes and writes `sizes` one after the other (largest first: each smaller one is made from it).
+    private func make(_ sizes: ArraySlice<DesktopThumbnailSize>, uri: String, url: ImageURL) {
+        guard let size = sizes.first else { return }
+        variants.desktopThumbnail(size, of: url, refresh: false) { [self] result in
+            queue.submit { [self] in
+                write(result, uri: uri, size: size, url: url)
+                make(sizes.dropFirst(), uri: uri, url: url)
             }
         }
     }

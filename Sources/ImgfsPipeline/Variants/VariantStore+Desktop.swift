@@ -82,6 +82,14 @@ extension VariantStore {
         (repository.tiers.lookup(url.cacheKey)?.metadata ?? repository.report(url).metadata)?.modificationSeconds
     }
 
+    /// Drops the desktop thumbnail from every tier, its queued disk write included
+    /// (`rm .sh_thumbnails/<size>/<md5>.png`).
+    public func evictDesktop(_ size: DesktopThumbnailSize, of url: ImageURL) {
+        let key = desktopKey(size, url)
+        tiers.remove(key)
+        repository.state.withLock { $0.failures.forget(key) }
+    }
+
     /// Drops the desktop thumbnails of `url` of every size (its original changed).
     public func desktopOriginalChanged(_ url: ImageURL) {
         for size in DesktopThumbnailSize.allCases {
@@ -151,7 +159,9 @@ extension VariantStore {
         let original = repository.tiers.lookup(url.cacheKey)?.metadata ?? original
         let validator = Self.desktopValidator(size, original)
         let bytes: ImageSlice
-        if let arrived, arrived.count == original.size {
+        if let larger = largerThumbnail(than: size, of: url, original: original) {
+            bytes = larger
+        } else if let arrived, arrived.count == original.size {
             bytes = arrived
         } else {
             switch wholeOriginal(url, size: original.size) {
@@ -190,6 +200,21 @@ extension VariantStore {
             let filed = file(variant, size: size.pixels, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
         }
+    }
+
+    /// The PNG of a larger desktop thumbnail of the same original when one is cached (the smallest such): a smaller
+    /// one is made from it, a decode of a few hundred thousand pixels instead of the whole original.
+    private func largerThumbnail(
+        than size: DesktopThumbnailSize, of url: ImageURL, original: ImageMetadata
+    ) -> ImageSlice? {
+        for larger in DesktopThumbnailSize.allCases where larger.pixels > size.pixels {
+            guard let cached = cachedVariant(desktopKey(larger, url), counting: false),
+                cached.metadata.etag == Self.desktopValidator(larger, original),
+                let png = desktopPNG(cached, of: url)
+            else { continue }
+            return ImageSlice(ImageBytes(copying: png), size: png.count, offset: 0, count: png.count)
+        }
+        return nil
     }
 
     /// Decodes with the desktop maker once ``decodeBudget`` admits the cost (as every variant's decode is admitted).
