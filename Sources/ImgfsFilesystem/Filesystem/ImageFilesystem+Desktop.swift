@@ -100,15 +100,14 @@ extension ImageFilesystem {
             attributes: attributes, entryTimeout: Self.browseEntryTimeout, attributeTimeout: Self.browseEntryTimeout)
     }
 
-    /// The entry of a repository's thumbnail at once (its size once it is made: getattr waits for it); starts making
-    /// it. One whose failure is known does not exist.
+    /// The entry of a repository's thumbnail at once (its size once it is made: getattr and open wait for it and
+    /// start making it, so a lookup alone, as `rm` makes, never does). One whose failure is known does not exist.
     func lookupDesktop(_ node: DesktopNode) -> Result<Entry, FilesystemError> {
         guard let variants, case .thumbnail(_, let size, let name, let url) = node else {
             return .success(directoryEntry(inodes.lookUp(.desktop(node))))
         }
         if variants.knownDesktopFailure(size, of: url) != nil { return .failure(.notFound) }
         let inode = inodes.lookUp(.desktop(node))
-        variants.desktopThumbnail(size, of: url, refresh: true) { _ in }
         if let made = variants.cachedDesktopThumbnail(size, of: url) {
             return .success(repositoryEntry(inode, name: name, made))
         }
