@@ -42,8 +42,10 @@ struct DesktopThumbnailWriter: Sendable {
             let repository =
                 "\(mount)/lists/\(list)/.sh_thumbnails/\(size.folder)/"
                 + MD5.hex(of: Array(entry.utf8)) + ".png"
-            guard let png = FileManager.default.contents(atPath: repository).map(Array.init) else {
-                let reason = String(cString: strerror(errno))
+            let read = Self.readWhole(repository)
+            guard let png = read.bytes else {
+                let code = read.errno
+                let reason = "no thumbnail could be made (" + String(cString: strerror(code)) + ")"
                 do {
                     try cache.writeFailure(uri: uri, modified: facts.modified)
                 } catch {
@@ -75,6 +77,24 @@ struct DesktopThumbnailWriter: Sendable {
         }
         let text = ThumbnailPNG.text(of: png)
         return text.first { $0.key == "Thumb::URI" }?.value == uri && Self.facts(ofThumbnail: png) == facts
+    }
+
+    /// The whole file at `path`, or nil and the errno that ended the attempt.
+    static func readWhole(_ path: String) -> (bytes: [UInt8]?, errno: Int32) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return (nil, errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { return (bytes, 0) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return (nil, errno)
+            }
+            bytes += buffer[0..<count]
+        }
     }
 
     /// The mtime (seconds) and size `stat` gives for `path`, or nil when it does not exist.
