@@ -87,7 +87,7 @@ imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int 
     if (vips_pngsave_buffer(bare, &result->data, &result->length, "compression", 6, "strip", TRUE, NULL) != 0) {
         goto done;
     }
-    result->png = 1;
+    result->format = IMGFS_VIPS_FORMAT_PNG;
     result->width = bare->Xsize;
     result->height = bare->Ysize;
     status = IMGFS_VIPS_OK;

@@ -141,8 +141,8 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         largerThan minimumSize: Int, in tmpfs: PrivateTmpfs?, pages: PageSize = .large,
         enabled: @escaping @Sendable () -> Bool
     ) -> BodyMemory {
-        BodyMemory { expectedCount in
-            expectedCount > minimumSize && enabled() ? SharedMemoryFile(in: tmpfs, pages: pages) : nil
+        BodyMemory(largerThan: minimumSize) { _ in
+            enabled() ? SharedMemoryFile(in: tmpfs, pages: pages) : nil
         }
     }
 }

@@ -180,6 +180,6 @@ extension MountCommand {
         let budget = try cache.diskBudget()
         return try DiskCache(
             directory: directory, sizeLimit: budget - ThumbnailOptions.diskShare(of: budget), logger: logger,
-            expiry: { expiry.expiry(of: $0) })
+            expiry: expiry.diskExpiry)
     }
 }

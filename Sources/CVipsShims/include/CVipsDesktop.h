@@ -7,7 +7,7 @@
 /// orientation applied), in 8-bit sRGB, first page or frame only, encoded as PNG (RGBA when the alpha channel has a
 /// pixel that is not fully opaque, RGB otherwise) with no metadata at all: the caller adds the standard's text chunks.
 /// Refuses before decoding any pixel when the header announces more than `max_pixels` pixels; truncated or corrupt
-/// input fails rather than being padded; SVG and PDF are not rasterized. `result->png` is 1 on success.
+/// input fails rather than being padded; SVG and PDF are not rasterized. `result->format` is PNG on success.
 imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int size, int64_t max_pixels,
                                            imgfs_vips_result *result);
 

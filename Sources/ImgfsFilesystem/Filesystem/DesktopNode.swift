@@ -1,4 +1,5 @@
 import ImgfsModel
+import ImgfsPipeline
 
 /// What a node of the desktop views stands for: the shared thumbnail repository of a list or a host
 /// (`lists/NAME/.sh_thumbnails/<size>/<md5>.png`, the freedesktop.org Thumbnail Managing Standard), and the thumbnails
@@ -18,11 +19,12 @@ public enum DesktopNode: Hashable, Sendable {
     case repositorySize(Folder, DesktopThumbnailSize)
     /// `.sh_thumbnails/<size>/<md5 of name>.png`: the thumbnail of the folder's entry `name`, the image `url`.
     case thumbnail(Folder, DesktopThumbnailSize, name: String, url: ImageURL)
-    /// `thumb/<px>/lists/` (`hosts`: false) or `thumb/<px>/hosts/` (true).
-    case readableRoot(size: Int, hosts: Bool)
-    /// `thumb/<px>/lists/NAME/` or `thumb/<px>/hosts/HOST/`: each entry of the folder, by its name, is
-    /// `thumb/<px>/<name>` of its image.
-    case readableFolder(size: Int, Folder)
+    /// `thumb/<px>/lists/` (`hosts`: false) or `thumb/<px>/hosts/` (true), and the same under `thumb/<W>x<H>/`:
+    /// `directory` is the kind of the `thumb/` directory.
+    case readableRoot(VariantKind, hosts: Bool)
+    /// `thumb/<px>/lists/NAME/` or `thumb/<px>/hosts/HOST/`: each entry of the folder, by its name, is the variant of
+    /// its image that `thumb/<px>/` gives for that name (its extension says the encoding).
+    case readableFolder(VariantKind, Folder)
 
     /// Whether it is a file (a thumbnail) rather than a directory.
     var isFile: Bool {

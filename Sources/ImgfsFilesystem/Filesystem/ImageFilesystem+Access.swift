@@ -33,7 +33,8 @@ extension ImageFilesystem {
         switch node {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
         case .desktop(let desktop): !desktop.isFile
-        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.image):
+        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.formatRoot),
+            .thumbnail(.image):
             false
         }
     }
@@ -50,7 +51,7 @@ extension ImageFilesystem {
         case .control: 0o755
         case .generated: 0o400
         case .image, .thumbnail(.image): 0o444
-        case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root): 0o555
+        case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root), .thumbnail(.formatRoot): 0o555
         }
     }
 

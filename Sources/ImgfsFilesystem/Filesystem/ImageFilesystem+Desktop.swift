@@ -14,10 +14,10 @@ extension ImageFilesystem {
 
     /// `lists` and `hosts` in `thumb/<px>/`: the thumbnails of size `<px>` by readable names (found by name, not
     /// listed: `thumb/<px>/` lists the cached variants of its size).
-    func readableRootNode(_ name: [UInt8], size: Int) -> Node? {
-        guard lists != nil else { return nil }
-        if name == Array(Self.listsDirectory.utf8) { return .desktop(.readableRoot(size: size, hosts: false)) }
-        if name == Array(Self.hostsDirectory.utf8) { return .desktop(.readableRoot(size: size, hosts: true)) }
+    func readableRootNode(_ name: [UInt8], kind: VariantKind) -> Node? {
+        guard lists != nil, kind.shape != .whole else { return nil }
+        if name == Array(Self.listsDirectory.utf8) { return .desktop(.readableRoot(kind, hosts: false)) }
+        if name == Array(Self.hostsDirectory.utf8) { return .desktop(.readableRoot(kind, hosts: true)) }
         return nil
     }
 
@@ -33,16 +33,18 @@ extension ImageFilesystem {
             guard text.hasSuffix(".png"), let entry = digestNames(folder)[text], let url = folderURL(folder, entry)
             else { return .failure(.notFound) }
             return .success(.desktop(.thumbnail(folder, size, name: entry, url: url.withoutFragment)))
-        case .readableRoot(let size, let hosts):
+        case .readableRoot(let kind, let hosts):
             if hosts {
                 let known = lists.hosts.hosts()[text] != nil || lists.hosts.hosts(rebuild: true)[text] != nil
-                return known ? .success(.desktop(.readableFolder(size: size, .host(text)))) : .failure(.notFound)
+                return known ? .success(.desktop(.readableFolder(kind, .host(text)))) : .failure(.notFound)
             }
             return lists.store.list(text, recheck: true) == nil
-                ? .failure(.notFound) : .success(.desktop(.readableFolder(size: size, .list(text))))
-        case .readableFolder(let size, let folder):
-            guard let url = folderURL(folder, text) else { return .failure(.notFound) }
-            return .success(.thumbnail(.image(size: size, url: url.withoutFragment)))
+                ? .failure(.notFound) : .success(.desktop(.readableFolder(kind, .list(text))))
+        case .readableFolder(let directory, let folder):
+            guard let url = folderURL(folder, text), let kind = VariantKind.named(fileName: text, in: directory) else {
+                return .failure(.notFound)
+            }
+            return .success(.thumbnail(.image(kind: kind, url: url.withoutFragment)))
         case .thumbnail:
             return .failure(.notADirectory)
         }
@@ -161,8 +163,8 @@ extension ImageFilesystem {
         case .success(.desktop(.thumbnail(_, let size, _, let url))):
             variants?.evictDesktop(size, of: url)
             return .success(())
-        case .success(.thumbnail(.image(let size, let url))):
-            variants?.evict(size, of: url)
+        case .success(.thumbnail(.image(let kind, let url))):
+            variants?.evict(kind, of: url)
             return .success(())
         case .success: return .failure(.readOnly)
         case .failure(let error): return .failure(error)
@@ -186,12 +188,12 @@ extension ImageFilesystem {
             let names = digestNames(folder).keys.sorted()
             return .entries(
                 leading + names.map { DirectoryEntry(name: $0, inode: Self.nameInode($0), kind: .file) })
-        case .readableRoot(let size, let hosts):
+        case .readableRoot(let kind, let hosts):
             let names = hosts ? lists.hosts.hosts(rebuild: true).keys.sorted() : lists.store.names()
             return .entries(
                 leading
                     + names.map { name in
-                        directory(name, .readableFolder(size: size, hosts ? .host(name) : .list(name)))
+                        directory(name, .readableFolder(kind, hosts ? .host(name) : .list(name)))
                     })
         case .readableFolder(_, let folder):
             return .entries(

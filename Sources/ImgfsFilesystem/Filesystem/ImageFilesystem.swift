@@ -152,7 +152,7 @@ public final class ImageFilesystem: Sendable {
                         attributes: generatedAttributes(file.inode, size: content(of: file).count),
                         entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
-            reply(.success(lookupVariant(size, url)))
+            reply(lookupVariant(size, url))
         case .success(.desktop(let node)):
             reply(lookupDesktop(node))
         case .success(let node):

@@ -75,6 +75,7 @@ public struct QueryShorteningLogHandler: LogHandler {
     /// A handler that shortens what it gives `handler`.
     public init(wrapping handler: any LogHandler) {
         wrapped = handler
+        logLevel = handler.logLevel
     }
 
     /// Gives `event` to ``wrapped`` with the queries in its message and metadata shortened.
@@ -105,10 +106,10 @@ public struct QueryShorteningLogHandler: LogHandler {
         set { wrapped.metadata = newValue }
     }
 
-    /// The wrapped handler's log level.
+    /// The wrapped handler's log level, kept here as well: every log call of the daemon reads it, and a stored
+    /// value is the cheapest answer.
     public var logLevel: Logger.Level {
-        get { wrapped.logLevel }
-        set { wrapped.logLevel = newValue }
+        didSet { wrapped.logLevel = logLevel }
     }
 
     /// One item of the wrapped handler's metadata.

@@ -53,6 +53,11 @@ public struct ExpiryPolicy: Sendable {
         expiry(stored: record.expiresAt, validatedAt: record.lastValidated, fromHeaders: record.expiryFromHeaders)
     }
 
+    /// ``expiry(of:)-(CacheRecord)`` as the disk cache takes it.
+    public var diskExpiry: @Sendable (CacheRecord) -> Date {
+        { [self] record in expiry(of: record) }
+    }
+
     /// ``expiry(stored:validatedAt:fromHeaders:)`` of an image in memory.
     public func expiry(of image: CachedImage) -> Date {
         expiry(stored: image.expiresAt, validatedAt: image.validatedAt, fromHeaders: image.expiryFromHeaders)

@@ -197,7 +197,8 @@ extension VariantStore {
             }
             failed(key, error)
         case .success(let variant):
-            let filed = file(variant, size: size.pixels, url: url, key: key, original: original, validator: validator)
+            let kind = VariantKind(.fit(size.pixels), format: .png)
+            let filed = file(variant, kind: kind, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
         }
     }

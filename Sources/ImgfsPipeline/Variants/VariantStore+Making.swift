@@ -9,14 +9,14 @@ extension VariantStore {
     /// original's metadata first (revalidated when expired), then, unless a variant with the same validator is cached
     /// already, the whole original is waited for here, outside the pool, and only then is a worker given the variant
     /// to decode.
-    func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
+    func make(_ kind: VariantKind, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
         guard repository.state.withLock({ $0.inFlight.join(key, reply) }) else { return }
         repository.metadata(url, refresh: true) { [self] result in
             switch result {
             case .failure(let error):
                 failed(key, .original(error))
             case .success(let original):
-                let validator = Self.validator(size, original)
+                let validator = Self.validator(kind, original)
                 if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
                     return finish(key, .success(renewed(cached, key: key, url: url)))
                 }
@@ -29,7 +29,7 @@ extension VariantStore {
                         failed(key, .original(error))
                     case .success(let body):
                         workers.submit { [self] in
-                            produce(size, url, key: key, original: original, validator: validator, arrived: body)
+                            produce(kind, url, key: key, original: original, validator: validator, arrived: body)
                         }
                     }
                 }
@@ -62,7 +62,8 @@ extension VariantStore {
 
     /// On a worker: takes the whole original (`arrived`, else read from the caches), decodes it and files the variant.
     private func produce(
-        _ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String, arrived: ImageSlice?
+        _ kind: VariantKind, _ url: ImageURL, key: String, original: ImageMetadata, validator: String,
+        arrived: ImageSlice?
     ) {
         let bytes: ImageSlice
         if let arrived, arrived.count == original.size {
@@ -74,11 +75,11 @@ extension VariantStore {
             }
         }
         let specification = VariantSpecification(
-            longerSide: size, maximumPixels: configuration.maximumPixels,
-            jpegQuality: configuration.jpegQuality)
+            kind: kind, maximumPixels: configuration.maximumPixels, jpegQuality: configuration.jpegQuality,
+            crop: configuration.crop)
         let retry: @Sendable () -> Void = { [self] in
             workers.submit { [self] in
-                produce(size, url, key: key, original: original, validator: validator, arrived: bytes)
+                produce(kind, url, key: key, original: original, validator: validator, arrived: bytes)
             }
         }
         let started = DispatchTime.now().uptimeNanoseconds
@@ -98,7 +99,8 @@ extension VariantStore {
         }
         switch made {
         case .failure(let error):
-            logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            logger.warning(
+                "variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
             switch error {
             case .decodeTooLarge:
                 break  // Not remembered: the budget follows the memory cgroup's limit.
@@ -110,8 +112,8 @@ extension VariantStore {
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
             logger.debug(
                 "variant made: \(made) in \(milliseconds) ms",
-                metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
+                metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
+            let filed = file(variant, kind: kind, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
         }
     }
@@ -123,7 +125,7 @@ extension VariantStore {
         _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
         retry: @escaping @Sendable () -> Void
     ) -> Result<MadeVariant, VariantError>? {
-        let cost = maker.decodeCost(of: original)
+        let cost = maker.decodeCost(of: original, for: specification.kind)
         let pixels = (cost?.width ?? 0).multipliedReportingOverflow(by: cost?.height ?? 0)
         guard let cost, cost.bytes > 0, !pixels.overflow, pixels.partialValue <= specification.maximumPixels else {
             return maker.makeVariant(of: original, specification)
@@ -161,7 +163,7 @@ extension VariantStore {
     /// Puts a made variant into memory and queues its disk write (``CacheTiers/queueWrite(_:as:then:)``: found there
     /// until it lands, even when memory could not hold it); when the queue is full, writes it at once.
     func file(
-        _ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
+        _ made: MadeVariant, kind: VariantKind, url: ImageURL, key: String, original: ImageMetadata,
         validator: String
     ) -> Variant {
         let previous = cachedVariant(key, counting: false)
@@ -186,7 +188,7 @@ extension VariantStore {
                 }
             }
         }
-        if let previous, previous.metadata.etag != validator { replaced(size, url) }
+        if let previous, previous.metadata.etag != validator { replaced(kind, url) }
         return .memory(image)
     }
 
