@@ -57,8 +57,67 @@ static int alpha_is_opaque(VipsImage *image) {
     return failed ? -1 : lowest >= 255;
 }
 
-imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size, int64_t max_pixels, int quality,
-                                       imgfs_vips_result *result) {
+/// The encoding AUTO stands for: the original's family (JPEG, PNG, WebP), else PNG when `image` (in memory) has a
+/// non-opaque alpha channel and JPEG otherwise; -1 on error.
+static int chosen_format(const char *loader, VipsImage *image) {
+    if (strcasestr(loader, "jpeg") != NULL) return IMGFS_VIPS_FORMAT_JPEG;
+    if (strcasestr(loader, "png") != NULL) return IMGFS_VIPS_FORMAT_PNG;
+    if (strcasestr(loader, "webp") != NULL) return IMGFS_VIPS_FORMAT_WEBP;
+    if (!vips_image_hasalpha(image)) return IMGFS_VIPS_FORMAT_JPEG;
+    int opaque = alpha_is_opaque(image);
+    if (opaque < 0) return -1;
+    return opaque ? IMGFS_VIPS_FORMAT_JPEG : IMGFS_VIPS_FORMAT_PNG;
+}
+
+/// Encodes `image` as `format` into `result`; JPEG flattens any alpha onto white first. 0 on success.
+static int encode(VipsImage *image, int format, int quality, imgfs_vips_result *result) {
+    switch (format) {
+    case IMGFS_VIPS_FORMAT_JPEG: {
+        VipsImage *flat = NULL, *bytes = NULL;
+        VipsImage *in = image;
+        int failed = 0;
+        if (vips_image_hasalpha(in)) {
+            VipsArrayDouble *white = vips_array_double_newv(1, 255.0);
+            failed = vips_flatten(in, &flat, "background", white, NULL);
+            vips_area_unref(VIPS_AREA(white));
+            in = flat;
+        }
+        if (!failed && vips_image_get_format(in) != VIPS_FORMAT_UCHAR) {
+            failed = vips_cast_uchar(in, &bytes, NULL);
+            in = bytes;
+        }
+        if (!failed) {
+            failed = vips_jpegsave_buffer(in, &result->data, &result->length, "Q", quality, "strip", TRUE,
+                                          "interlace", FALSE, NULL);
+        }
+        release(&bytes);
+        release(&flat);
+        return failed;
+    }
+    case IMGFS_VIPS_FORMAT_PNG:
+        return vips_pngsave_buffer(image, &result->data, &result->length, "strip", TRUE, NULL);
+    case IMGFS_VIPS_FORMAT_WEBP:
+        return vips_webpsave_buffer(image, &result->data, &result->length, "Q", quality, "strip", TRUE, NULL);
+    case IMGFS_VIPS_FORMAT_GIF:
+        return vips_gifsave_buffer(image, &result->data, &result->length, "strip", TRUE, NULL);
+    case IMGFS_VIPS_FORMAT_TIFF:
+        return vips_tiffsave_buffer(image, &result->data, &result->length, "compression",
+                                    VIPS_FOREIGN_TIFF_COMPRESSION_DEFLATE, "strip", TRUE, NULL);
+    case IMGFS_VIPS_FORMAT_AVIF:
+        return vips_heifsave_buffer(image, &result->data, &result->length, "compression",
+                                    VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "Q", quality, "effort", 2, "strip", TRUE, NULL);
+    case IMGFS_VIPS_FORMAT_HEIC:
+        return vips_heifsave_buffer(image, &result->data, &result->length, "compression",
+                                    VIPS_FOREIGN_HEIF_COMPRESSION_HEVC, "Q", quality, "strip", TRUE, NULL);
+    default:
+        vips_error("imgfs", "unknown output format %d", format);
+        return -1;
+    }
+}
+
+imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips_shape shape, int width, int height,
+                                     int attention, imgfs_vips_format format, int64_t max_pixels, int quality,
+                                     imgfs_vips_result *result) {
     memset(result, 0, sizeof *result);
     const char *loader = vips_foreign_find_load_buffer(data, length);
     if (loader == NULL) {
@@ -85,30 +144,46 @@ imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size
                  result->source_width, result->source_height, (long long)max_pixels);
         return IMGFS_VIPS_TOO_MANY_PIXELS;
     }
+    int target_width = width > 0 ? width : 1, target_height = width > 0 ? width : 1;
+    VipsSize size = VIPS_SIZE_DOWN;
+    VipsInteresting crop = VIPS_INTERESTING_NONE;
+    if (shape == IMGFS_VIPS_SHAPE_COVER) {
+        target_height = height > 0 ? height : 1;
+        size = VIPS_SIZE_BOTH;
+        crop = attention ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_CENTRE;
+    } else if (shape == IMGFS_VIPS_SHAPE_WHOLE) {
+        // Never scaled: a box as large as the longer side, turned or not.
+        int longer = result->source_width > result->source_height ? result->source_width : result->source_height;
+        target_width = target_height = longer > 0 ? longer : 1;
+    }
     // The loader's options go through option_string: libvips 8.14 does not pass thumbnail's own fail_on to a
     // buffer loader, and a truncated JPEG would be padded with grey.
     VipsImage *thumbnail = NULL, *srgb = NULL, *memory = NULL, *opaque = NULL;
     imgfs_vips_status status = IMGFS_VIPS_UNDECODABLE;
-    if (vips_thumbnail_buffer((void *)data, length, &thumbnail, size, "height", size, "size", VIPS_SIZE_DOWN,
-                              "option_string", "fail_on=error", NULL) != 0) goto done;
+    if (vips_thumbnail_buffer((void *)data, length, &thumbnail, target_width, "height", target_height, "size", size,
+                              "crop", crop, "option_string", "fail_on=error", NULL) != 0) goto done;
     if (vips_colourspace(thumbnail, &srgb, VIPS_INTERPRETATION_sRGB, NULL) != 0) goto done;
-    // Decoded once, into memory (at most size x size pixels): the alpha test and the encoder both read it.
-    if ((memory = vips_image_copy_memory(srgb)) == NULL) goto done;
-    VipsImage *out = memory;
-    if (vips_image_hasalpha(memory)) {
-        int opaque_alpha = alpha_is_opaque(memory);
-        if (opaque_alpha < 0) goto done;
-        if (opaque_alpha) {
-            if (vips_extract_band(memory, &opaque, 0, "n", memory->Bands - 1, NULL) != 0) goto done;
+    VipsImage *out = srgb;
+    // A downsized variant is decoded once, into memory (it is small): the alpha test and the encoder both read it.
+    // The whole image streams from the decoder to the encoder.
+    if (shape != IMGFS_VIPS_SHAPE_WHOLE) {
+        if ((memory = vips_image_copy_memory(srgb)) == NULL) goto done;
+        out = memory;
+    }
+    int chosen = format;
+    if (format == IMGFS_VIPS_FORMAT_AUTO) {
+        chosen = shape == IMGFS_VIPS_SHAPE_WHOLE
+            ? (vips_image_hasalpha(out) ? IMGFS_VIPS_FORMAT_PNG : IMGFS_VIPS_FORMAT_JPEG)
+            : chosen_format(loader, out);
+        if (chosen < 0) goto done;
+        // An alpha channel that is opaque everywhere is dropped from a JPEG chosen here.
+        if (chosen == IMGFS_VIPS_FORMAT_JPEG && vips_image_hasalpha(out)) {
+            if (vips_extract_band(out, &opaque, 0, "n", out->Bands - 1, NULL) != 0) goto done;
             out = opaque;
-        } else {
-            result->png = 1;
         }
     }
-    int failed = result->png
-        ? vips_pngsave_buffer(out, &result->data, &result->length, "strip", TRUE, NULL)
-        : vips_jpegsave_buffer(out, &result->data, &result->length, "Q", quality, "strip", TRUE, NULL);
-    if (failed) goto done;
+    if (encode(out, chosen, quality, result) != 0) goto done;
+    result->format = chosen;
     result->width = vips_image_get_width(out);
     result->height = vips_image_get_height(out);
     status = IMGFS_VIPS_OK;
@@ -184,6 +259,13 @@ int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decod
     cost->height = height;
     cost->bands = bands;
     cost->bits = (int)(sample * 8);
+    int orientation = 1;
+    if (vips_image_get_typeof(header, VIPS_META_ORIENTATION) != 0
+        && vips_image_get_int(header, VIPS_META_ORIENTATION, &orientation) == 0 && orientation >= 1 && orientation <= 8) {
+        cost->orientation = orientation;
+    } else {
+        cost->orientation = 1;
+    }
     int64_t pixels = saturating_product(width, height);
     int64_t whole = saturating_product(saturating_product(pixels, bands), sample);
     if (strcasestr(loader, "png") != NULL && is_interlaced(header)) {

@@ -1,4 +1,5 @@
 import Foundation
+import ImgfsPipeline
 
 extension Tuning {
     /// Every `--tune` key, in the order docs/PERFORMANCE.md lists them.
@@ -58,10 +59,24 @@ extension Tuning {
                     + "(never longer than --negative-ttl)."),
             .number(
                 "max-pixels", \.maxPixels, 1...1_000_000_000_000, default: "100000000",
-                "thumb/ refuses (EFBIG) originals whose header announces more pixels, before decoding."),
+                "thumb/ and fmt/ refuse (EFBIG) originals whose header announces more pixels, before decoding."),
             .number(
                 "thumb-workers", \.thumbWorkers, 1...1024, default: "cores",
-                "Threads making thumbnails."),
+                "Threads making thumbnails and format views."),
+            TuningKey(
+                name: "thumb-crop", defaultValue: "centre",
+                summary: "Where thumb/<W>x<H>/ crops the image scaled to cover W x H: the centre, or libvips's "
+                    + "attention crop (the part with the most edges, skin tones and saturated colours).",
+                expected: "one of " + VariantCrop.allCases.map(\.rawValue).joined(separator: ", ")
+            ) { tuning, text in
+                guard let crop = VariantCrop(rawValue: text.lowercased()) else { return false }
+                tuning.thumbCrop = crop
+                return true
+            },
+            .toggle(
+                "desktop-thumbnails", \.desktopThumbnails, default: "off",
+                "on: each list entry opened gets its normal/ and large/ thumbnails in the daemon user's "
+                    + "$XDG_CACHE_HOME/thumbnails (as imgfs thumbnails --desktop writes them)."),
             .size(
                 "shared-max-size", \.sharedMaxSize, default: "64M",
                 "The largest body stored in the shared tier; larger ones are fetched by each mount."),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImgfsCurl
+import ImgfsPipeline
 
 /// The tuning knobs of `imgfs mount`, set with `--tune KEY=VALUE` (docs/PERFORMANCE.md lists them): settings whose
 /// defaults were measured or chosen for the common case, and which most mounts never change.
@@ -30,6 +31,8 @@ struct Tuning: Equatable {
     var failureMemory: TimeInterval = 10
     var maxPixels = 100_000_000
     var thumbWorkers = ProcessInfo.processInfo.activeProcessorCount
+    var desktopThumbnails = false
+    var thumbCrop = VariantCrop.centre
     var sharedMaxSize = 64 << 20
     var sharedTimeout: TimeInterval = 0.05
     var sharedLease: TimeInterval = 5

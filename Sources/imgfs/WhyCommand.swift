@@ -12,7 +12,8 @@ struct WhyCommand: ParsableCommand {
         abstract: "Print why each URL failed in a running mount (what `user.imgfs.error` says), without fetching.",
         discussion: """
             Prints `<url>: <reason>` for each URL whose last fetch failed (until it is fetched successfully) or, \
-            under --policy cache-only, that is not cached, and `<url>: no failure known` for the others. Exit status \
+            under --policy cache-only, that is not cached, `<url> <variant>: <reason>` for each variant of a cached \
+            image that failed (thumb/<px>, fmt/<format>), and `<url>: no failure known` for the others. Exit status \
             0 when every URL had a reason, 1 otherwise.
             """
     )
@@ -33,9 +34,12 @@ struct WhyCommand: ParsableCommand {
                 continue
             }
             let name = ImageFilesystem.errorByKeyPrefix + url.cacheKey
-            if let reason = MountControl.get(name, on: "\(mountPoint)/.imgfs") {
-                print("\(text): \(reason)")
-            } else {
+            let reason = MountControl.get(name, on: "\(mountPoint)/.imgfs")
+            let variants = MountControl.get(
+                ImageFilesystem.variantErrorsByKeyPrefix + url.cacheKey, on: "\(mountPoint)/.imgfs")
+            if let reason { print("\(text): \(reason)") }
+            for line in variants?.split(separator: "\n") ?? [] { print("\(text) \(line)") }
+            if reason == nil && variants == nil {
                 print("\(text): no failure known (fetched successfully, cached, or not tried yet)")
                 unknown = true
             }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// What imgfs_vips_thumbnail reports.
+/// What imgfs_vips_variant reports.
 typedef enum imgfs_vips_status {
     IMGFS_VIPS_OK = 0,
     /// Not decodable: unknown format, corrupt or truncated data; `message` has libvips's reason.
@@ -16,13 +16,37 @@ typedef enum imgfs_vips_status {
     IMGFS_VIPS_NOT_RASTER = 3,
 } imgfs_vips_status;
 
-/// The result of one thumbnail.
+/// The encodings imgfs_vips_variant writes.
+typedef enum imgfs_vips_format {
+    /// Chosen from the original: JPEG for JPEG, PNG for PNG, WebP for WebP; for any other original PNG when it has a
+    /// non-opaque alpha channel, JPEG otherwise.
+    IMGFS_VIPS_FORMAT_AUTO = 0,
+    IMGFS_VIPS_FORMAT_JPEG = 1,
+    IMGFS_VIPS_FORMAT_PNG = 2,
+    IMGFS_VIPS_FORMAT_WEBP = 3,
+    IMGFS_VIPS_FORMAT_GIF = 4,
+    IMGFS_VIPS_FORMAT_TIFF = 5,
+    IMGFS_VIPS_FORMAT_AVIF = 6,
+    IMGFS_VIPS_FORMAT_HEIC = 7,
+} imgfs_vips_format;
+
+/// How imgfs_vips_variant sizes its output.
+typedef enum imgfs_vips_shape {
+    /// Longer side at most `width` pixels, never enlarged.
+    IMGFS_VIPS_SHAPE_FIT = 0,
+    /// Exactly `width` x `height`: scaled to cover it (enlarged if need be), then cropped.
+    IMGFS_VIPS_SHAPE_COVER = 1,
+    /// The whole image at its own size.
+    IMGFS_VIPS_SHAPE_WHOLE = 2,
+} imgfs_vips_shape;
+
+/// The result of one variant.
 typedef struct imgfs_vips_result {
     /// The encoded output (free it with imgfs_vips_free), NULL unless IMGFS_VIPS_OK.
     void *data;
     size_t length;
-    /// 1: PNG (the output has alpha); 0: JPEG.
-    int png;
+    /// The encoding written (never IMGFS_VIPS_FORMAT_AUTO on success).
+    int format;
     int width, height;
     /// The original's dimensions from its header (0 when not even that could be read).
     int source_width, source_height;
@@ -33,17 +57,19 @@ typedef struct imgfs_vips_result {
 } imgfs_vips_result;
 
 /// Initialises libvips once (later calls return the first result): operation cache off, one libvips worker thread
-/// per call of imgfs_vips_thumbnail, untrusted loaders (ImageMagick, PDF, SVG, …) blocked. 0 on success.
+/// per call of imgfs_vips_variant, untrusted loaders (ImageMagick, PDF, SVG, …) blocked. 0 on success.
 int imgfs_vips_start(void);
 
-/// The image in `data` scaled so that its longer side is at most `size` pixels (never enlarged), upright (EXIF
-/// orientation applied), in sRGB, first page or frame only, encoded as PNG when it has a non-opaque alpha channel and
-/// as JPEG of quality `quality` otherwise, metadata stripped. Refuses before decoding any pixel when the header
-/// announces more than `max_pixels` pixels. Truncated or corrupt input fails rather than being padded. After the
-/// thumbnail of an image of at least 4 megapixels, the C allocator gives its free memory back to the system
-/// (`malloc_trim`): a big decode leaves hundreds of MB free in the heap otherwise.
-imgfs_vips_status imgfs_vips_thumbnail(const void *data, size_t length, int size, int64_t max_pixels, int quality,
-                                       imgfs_vips_result *result);
+/// The image in `data` shaped by `shape` (`width`, `height`; `attention`: an exact size is cropped around the most
+/// interesting part, libvips's attention crop, instead of the centre), upright (EXIF orientation applied), in sRGB
+/// (CMYK and embedded profiles converted), first page or frame only, metadata stripped, encoded as `format` (JPEG of
+/// quality `quality`, baseline, with any alpha flattened onto white; AVIF and HEIC through libheif). Refuses before
+/// decoding any pixel when the header announces more than `max_pixels` pixels. Truncated or corrupt input fails
+/// rather than being padded. After a variant of an image of at least 4 megapixels, the C allocator gives its free
+/// memory back to the system (`malloc_trim`): a big decode leaves hundreds of MB free in the heap otherwise.
+imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips_shape shape, int width, int height,
+                                     int attention, imgfs_vips_format format, int64_t max_pixels, int quality,
+                                     imgfs_vips_result *result);
 
 /// What decoding an image costs in memory beyond the rows a streaming decode keeps.
 typedef struct imgfs_vips_decode_cost {
@@ -52,6 +78,8 @@ typedef struct imgfs_vips_decode_cost {
     int64_t bytes;
     /// From the header: the image's size, bands and bits per sample.
     int width, height, bands, bits;
+    /// The EXIF orientation (1 when upright or unknown): any other is turned or mirrored in memory.
+    int orientation;
     /// What cannot stream, e.g. "interlaced PNG" ("" when it streams).
     char what[64];
 } imgfs_vips_decode_cost;
@@ -66,5 +94,7 @@ int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decod
 
 /// Frees a result's `data`.
 void imgfs_vips_free(void *data);
+
+#include "CVipsDesktop.h"
 
 #endif

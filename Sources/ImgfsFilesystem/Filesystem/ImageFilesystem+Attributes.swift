@@ -46,6 +46,12 @@ extension ImageFilesystem {
             }
             return .success(Array(error.description.utf8))
         }
+        if node == .control, name.hasPrefix(Self.variantErrorsByKeyPrefix) {
+            let key = String(name.dropFirst(Self.variantErrorsByKeyPrefix.count))
+            let urls = keys(key).lazy.compactMap { self.repository.tiers.url(forKey: $0) }
+            guard let url = urls.first, let failures = variantFailures(url) else { return .failure(.noAttribute) }
+            return .success(Array(failures.utf8))
+        }
         if node == .control, name.hasPrefix(Self.contentTypeByKeyPrefix) {
             let key = String(name.dropFirst(Self.contentTypeByKeyPrefix.count))
             let types = keys(key).lazy.compactMap {
@@ -89,4 +95,8 @@ extension ImageFilesystem {
     /// On `.imgfs/`, `user.imgfs.content_type.<cache key>` is the Content-Type of the cached image with that key,
     /// answered from the caches without a fetch (`imgfs list add` names entries with it, also with `--no-probe`).
     public static let contentTypeByKeyPrefix = "user.imgfs.content_type."
+    /// On `.imgfs/`, `user.imgfs.variant_errors.<cache key>` lists the remembered failures of the variants (under
+    /// `thumb/` and `fmt/`) of the cached image with that key, one `<variant>: <reason>` a line: a failed variant has
+    /// no file to read `user.imgfs.error` from (`imgfs why` asks here).
+    public static let variantErrorsByKeyPrefix = "user.imgfs.variant_errors."
 }

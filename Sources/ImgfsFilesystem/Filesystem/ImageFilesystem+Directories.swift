@@ -37,6 +37,9 @@ extension ImageFilesystem {
             listing = thumbnails
         case .lists, .list, .hosts, .host:
             listing = listingInLists(node, leading: leading)
+        case .desktop(let desktop):
+            guard let desktop = desktopListing(desktop, leading: leading) else { return .failure(.notADirectory) }
+            listing = desktop
         case .image, .generated:
             return .failure(.notADirectory)
         }

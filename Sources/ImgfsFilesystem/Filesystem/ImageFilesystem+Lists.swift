@@ -58,7 +58,7 @@ extension ImageFilesystem {
     /// or a host directory, a failed image is a name that does not exist (``FilesystemError/asListedEntry``).
     func browseReply(in directory: Node, _ reply: @escaping EntryReply) -> EntryReply {
         switch directory {
-        case .lists, .list, .hosts, .host:
+        case .lists, .list, .hosts, .host, .desktop:
             let listed = directory != .lists && directory != .hosts
             return { result in
                 reply(
@@ -88,12 +88,14 @@ extension ImageFilesystem {
             lists.warmer?.listLookedUp(text)
             return .success(.list(text))
         case .list(let list):
+            if let node = repositoryNode(name, in: .list(list)) { return .success(node) }
             return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
                 ?? .failure(.notFound)
         case .hosts:
             return lists.hosts.hosts()[text] == nil && lists.hosts.hosts(rebuild: true)[text] == nil
                 ? .failure(.notFound) : .success(.host(text))
         case .host(let host):
+            if let node = repositoryNode(name, in: .host(host)) { return .success(node) }
             let url = lists.hosts.hosts()[host]?[text] ?? lists.hosts.hosts(rebuild: true)[host]?[text]
             return url.map { .success(.image($0)) } ?? .failure(.notFound)
         default:

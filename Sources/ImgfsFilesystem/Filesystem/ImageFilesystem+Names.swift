@@ -12,6 +12,9 @@ extension ImageFilesystem {
                 if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
                 if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
                 if variants != nil, name == Array(Self.thumbnailDirectory.utf8) { return .success(.thumbnail(.root)) }
+                if variants?.configuration.formatViews.isEmpty == false, name == Array(Self.formatDirectory.utf8) {
+                    return .success(.thumbnail(.formatRoot))
+                }
                 if lists != nil && name == Array(Self.listsDirectory.utf8) { return .success(.lists) }
                 if lists != nil && name == Array(Self.hostsDirectory.utf8) { return .success(.hosts) }
                 return .failure(.notFound)
@@ -34,6 +37,8 @@ extension ImageFilesystem {
                 return resolveThumbnail(name, in: node)
             case .lists, .list, .hosts, .host:
                 return resolveInLists(name, in: directory)
+            case .desktop(let node):
+                return resolveDesktop(name, in: node)
             case .image, .generated:
                 return .failure(.notADirectory)
             }

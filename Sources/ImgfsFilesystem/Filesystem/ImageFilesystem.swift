@@ -87,6 +87,10 @@ public final class ImageFilesystem: Sendable {
     let placeholder: Placeholder?
     /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
     let reloadStatus: ReloadStatus?
+    /// The entries of lists by the MD5 of their names (`.sh_thumbnails/<size>/<md5>.png`).
+    let desktopNames = DesktopNameIndex()
+    /// What writes opened list entries' thumbnails into the user's cache (`--tune desktop-thumbnails=on`).
+    let desktopFeeder = Locked<DesktopCacheFeeder?>(nil)
 
     /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
     /// reload status are served when given.
@@ -148,7 +152,9 @@ public final class ImageFilesystem: Sendable {
                         attributes: generatedAttributes(file.inode, size: content(of: file).count),
                         entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
-            reply(.success(lookupVariant(size, url)))
+            reply(lookupVariant(size, url))
+        case .success(.desktop(let node)):
+            reply(lookupDesktop(node))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -165,6 +171,7 @@ public final class ImageFilesystem: Sendable {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
         guard isTrusted(caller) else { return .failure(.accessDenied) }
         if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
+        if case .desktop(let desktop) = directory { return unlinkDesktop(name, in: desktop) }
         guard directory == .images else { return .failure(.readOnly) }
         switch resolve(name, in: directory) {
         case .success(.image(let url)):
@@ -194,6 +201,8 @@ public final class ImageFilesystem: Sendable {
                         attributeTimeout: 0)))
         case .thumbnail(.image(let size, let url)):
             variantAttributes(inode, size, url, reply: reply)
+        case .desktop(let node):
+            desktopAttributes(inode, node, reply: reply)
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -216,6 +225,7 @@ public final class ImageFilesystem: Sendable {
                 switch result {
                 case .success(let (found, body)):
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
+                    desktopEntryOpened(url)
                     let size = found.metadata.size
                     reply(
                         .success(
@@ -237,6 +247,8 @@ public final class ImageFilesystem: Sendable {
                         handle: handles.open(.bytes(ImageBytes(copying: content(of: file)))).handle, directIO: true)))
         case .thumbnail(.image(let size, let url)):
             openVariant(size, url, reply: reply)
+        case .desktop(let node):
+            openDesktop(node, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -261,6 +273,8 @@ public final class ImageFilesystem: Sendable {
             }
         case (.thumbnail(.image(let size, let url)), _):
             readVariant(size, url, offset: offset, count: count, reply: reply)
+        case (.desktop(let node), _):
+            readDesktop(node, offset: offset, count: count, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -349,7 +363,7 @@ public final class ImageFilesystem: Sendable {
     func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
         let attributes = Attributes(
             inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
-            modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+            modified: metadata.modificationTime, linkCount: 1)
         return Entry(
             attributes: attributes, entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
@@ -372,6 +386,7 @@ public final class ImageFilesystem: Sendable {
 
     private func contentChanged(_ url: ImageURL) {
         variantsOriginalChanged(url)
+        desktopOriginalChanged(url)
         guard let inode = inodes.existingInode(.image(url)) else { return }
         preloads.contentChanged(inode)
         guard let handler = invalidation.withLock({ $0 }) else { return }

@@ -33,6 +33,8 @@ public final class Download: TransferObserving, Sendable {
         var phase = Phase.waitingForHead
         var head: ResponseHead?
         var headReceivedAt = Date()
+        /// The fetch time reported instead of ``headReceivedAt`` (a refetch that looks like the cached copy).
+        var keptFetchTime: Date?
         var bytes = ImageBytes()
         var received = 0
         var metadataWaiters: [MetadataReply] = []
@@ -100,6 +102,9 @@ public final class Download: TransferObserving, Sendable {
 
     /// The metadata if the size is known now, without waiting.
     public var currentMetadata: ImageMetadata? { state.withLock { Self.metadata(of: $0) } }
+
+    /// From now on the metadata reports `date` as the fetch time (``ImageRepository/keptFetchTime(_:_:_:)``).
+    func keepFetchTime(_ date: Date) { state.withLock { $0.keptFetchTime = date } }
 
     /// The bytes of a complete download, else nil.
     public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
@@ -404,7 +409,7 @@ public final class Download: TransferObserving, Sendable {
         }
         return ImageMetadata(
             size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
-            fetchedAt: state.headReceivedAt)
+            fetchedAt: state.keptFetchTime ?? state.headReceivedAt)
     }
 
     /// Why the body is not served as an image, judged on its first bytes; nil when it starts like one.

@@ -16,9 +16,18 @@ public protocol VariantMaking: Sendable {
     /// What decoding `original` holds in memory at once where the decoder cannot stream, from its header alone (no
     /// pixel decoded); nil when the header cannot be read (``makeVariant(of:_:)`` then says why).
     func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost?
+
+    /// What making the variant `kind` of `original` holds in memory at once beyond what streams (the decode's cost,
+    /// and for a whole image that must be turned, the image itself); nil when the header cannot be read.
+    func decodeCost(of original: UnsafeRawBufferPointer, for kind: VariantKind) -> DecodeCost?
 }
 
 extension VariantMaking {
+    /// The decode's cost alone (``decodeCost(of:)``).
+    public func decodeCost(of original: UnsafeRawBufferPointer, for kind: VariantKind) -> DecodeCost? {
+        decodeCost(of: original)
+    }
+
     /// A maker that states no cost: every decode streams.
     public func decodeCost(of original: UnsafeRawBufferPointer) -> DecodeCost? { nil }
 }
@@ -52,28 +61,79 @@ public struct DecodeCost: Equatable, Sendable, CustomStringConvertible {
 
 /// What variant to make.
 public struct VariantSpecification: Equatable, Sendable {
-    /// The longest side of the result in pixels; smaller images keep their size (never enlarged).
-    public var longerSide: Int
+    /// The variant's shape and encoding.
+    public var kind: VariantKind
     /// Images whose header announces more pixels than this are refused undecoded (``VariantError/tooManyPixels``).
     public var maximumPixels: Int
-    /// The quality of JPEG output (1–100).
+    /// The quality of lossy output (JPEG, WebP, AVIF, HEIC; 1–100).
     public var jpegQuality: Int
+    /// Where an exact size (``VariantKind/Shape/cover(width:height:)``) is cropped.
+    public var crop: VariantCrop
 
-    /// A specification of the given longer side, pixel limit and JPEG quality.
-    public init(longerSide: Int, maximumPixels: Int, jpegQuality: Int) {
-        self.longerSide = longerSide
+    /// A specification of the given kind, pixel limit, quality and crop.
+    public init(kind: VariantKind, maximumPixels: Int, jpegQuality: Int, crop: VariantCrop = .centre) {
+        self.kind = kind
         self.maximumPixels = maximumPixels
         self.jpegQuality = jpegQuality
+        self.crop = crop
+    }
+
+    /// The longest side allowed, for a downsized variant (0 for other shapes).
+    public var longerSide: Int {
+        if case .fit(let side) = kind.shape { return side }
+        return 0
     }
 }
 
-/// The encoding of a variant: JPEG for opaque images, PNG where there is transparency.
-public enum VariantFormat: String, Sendable {
+/// Where an exact size is cropped after the image was scaled to cover it (`--tune thumb-crop`).
+public enum VariantCrop: String, Sendable, CaseIterable {
+    /// The middle of the image.
+    case centre
+    /// libvips's attention crop: the part with the most edges, skin tones and saturated colours.
+    case attention
+}
+
+/// The encoding of a variant. Its extension is ``fileExtension``; ``init(fileExtension:)`` reads one.
+public enum VariantFormat: String, Sendable, CaseIterable {
     case jpeg
     case png
+    case webp
+    case gif
+    case tiff
+    case avif
+    case heic
 
     /// Its media type.
     public var contentType: String { "image/\(rawValue)" }
+
+    /// The usual extension of the format.
+    public var fileExtension: String {
+        switch self {
+        case .jpeg: "jpg"
+        default: rawValue
+        }
+    }
+
+    /// The format an extension (any case, without the dot) names, or nil when imgfs writes no such format.
+    public init?(fileExtension: some StringProtocol) {
+        switch fileExtension.lowercased() {
+        case "jpg", "jpeg", "jpe", "jfif": self = .jpeg
+        case "png": self = .png
+        case "webp": self = .webp
+        case "gif": self = .gif
+        case "tif", "tiff": self = .tiff
+        case "avif": self = .avif
+        case "heic", "heif": self = .heic
+        default: return nil
+        }
+    }
+
+    /// The format of a media type (parameters ignored), or nil.
+    public init?(contentType: String) {
+        let bare = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard bare.lowercased().hasPrefix("image/") else { return nil }
+        self.init(fileExtension: bare.dropFirst("image/".count))
+    }
 }
 
 /// A finished variant.

@@ -9,14 +9,14 @@ extension VariantStore {
     /// original's metadata first (revalidated when expired), then, unless a variant with the same validator is cached
     /// already, the whole original is waited for here, outside the pool, and only then is a worker given the variant
     /// to decode.
-    func make(_ size: Int, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
+    func make(_ kind: VariantKind, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
         guard repository.state.withLock({ $0.inFlight.join(key, reply) }) else { return }
         repository.metadata(url, refresh: true) { [self] result in
             switch result {
             case .failure(let error):
                 failed(key, .original(error))
             case .success(let original):
-                let validator = Self.validator(size, original)
+                let validator = Self.validator(kind, original)
                 if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
                     return finish(key, .success(renewed(cached, key: key, url: url)))
                 }
@@ -29,7 +29,7 @@ extension VariantStore {
                         failed(key, .original(error))
                     case .success(let body):
                         workers.submit { [self] in
-                            produce(size, url, key: key, original: original, validator: validator, arrived: body)
+                            produce(kind, url, key: key, original: original, validator: validator, arrived: body)
                         }
                     }
                 }
@@ -41,7 +41,7 @@ extension VariantStore {
     /// the transfer under way ends. A transfer that completed hands over its bytes (the memory cache holds the same
     /// bytes when it could take them), so a worker never fetches what just arrived; a cached original is read by the
     /// worker itself, so a variant waiting for a worker holds no bytes of a cached original.
-    private func whenOriginalArrived(
+    func whenOriginalArrived(
         _ url: ImageURL, then: @escaping @Sendable (Result<ImageSlice?, FetchError>) -> Void
     ) {
         repository.resolve(url, refresh: false) { result in
@@ -62,7 +62,8 @@ extension VariantStore {
 
     /// On a worker: takes the whole original (`arrived`, else read from the caches), decodes it and files the variant.
     private func produce(
-        _ size: Int, _ url: ImageURL, key: String, original: ImageMetadata, validator: String, arrived: ImageSlice?
+        _ kind: VariantKind, _ url: ImageURL, key: String, original: ImageMetadata, validator: String,
+        arrived: ImageSlice?
     ) {
         let bytes: ImageSlice
         if let arrived, arrived.count == original.size {
@@ -74,11 +75,11 @@ extension VariantStore {
             }
         }
         let specification = VariantSpecification(
-            longerSide: size, maximumPixels: configuration.maximumPixels,
-            jpegQuality: configuration.jpegQuality)
+            kind: kind, maximumPixels: configuration.maximumPixels, jpegQuality: configuration.jpegQuality,
+            crop: configuration.crop)
         let retry: @Sendable () -> Void = { [self] in
             workers.submit { [self] in
-                produce(size, url, key: key, original: original, validator: validator, arrived: bytes)
+                produce(kind, url, key: key, original: original, validator: validator, arrived: bytes)
             }
         }
         let started = DispatchTime.now().uptimeNanoseconds
@@ -98,7 +99,8 @@ extension VariantStore {
         }
         switch made {
         case .failure(let error):
-            logger.warning("variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
+            logger.warning(
+                "variant failed: \(error)", metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
             switch error {
             case .decodeTooLarge:
                 break  // Not remembered: the budget follows the memory cgroup's limit.
@@ -110,8 +112,8 @@ extension VariantStore {
             let made = "\(variant.width)x\(variant.height) \(variant.format.rawValue), \(variant.bytes.count) bytes"
             logger.debug(
                 "variant made: \(made) in \(milliseconds) ms",
-                metadata: ["url": "\(url.withoutFragment)", "size": "\(size)"])
-            let filed = file(variant, size: size, url: url, key: key, original: original, validator: validator)
+                metadata: ["url": "\(url.withoutFragment)", "variant": "\(kind)"])
+            let filed = file(variant, kind: kind, url: url, key: key, original: original, validator: validator)
             finish(key, .success(filed))
         }
     }
@@ -123,7 +125,7 @@ extension VariantStore {
         _ original: UnsafeRawBufferPointer, _ specification: VariantSpecification,
         retry: @escaping @Sendable () -> Void
     ) -> Result<MadeVariant, VariantError>? {
-        let cost = maker.decodeCost(of: original)
+        let cost = maker.decodeCost(of: original, for: specification.kind)
         let pixels = (cost?.width ?? 0).multipliedReportingOverflow(by: cost?.height ?? 0)
         guard let cost, cost.bytes > 0, !pixels.overflow, pixels.partialValue <= specification.maximumPixels else {
             return maker.makeVariant(of: original, specification)
@@ -143,7 +145,7 @@ extension VariantStore {
 
     /// The whole original from the caches (``whenOriginalArrived(_:then:)`` waited for it already; only an original
     /// evicted from every cache since then is fetched again, and waited for on this worker).
-    private func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
+    func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
         let answer = Locked<Result<ImageSlice, FetchError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         repository.read(url, offset: 0, count: size) { result in
@@ -160,8 +162,8 @@ extension VariantStore {
 
     /// Puts a made variant into memory and queues its disk write (``CacheTiers/queueWrite(_:as:then:)``: found there
     /// until it lands, even when memory could not hold it); when the queue is full, writes it at once.
-    private func file(
-        _ made: MadeVariant, size: Int, url: ImageURL, key: String, original: ImageMetadata,
+    func file(
+        _ made: MadeVariant, kind: VariantKind, url: ImageURL, key: String, original: ImageMetadata,
         validator: String
     ) -> Variant {
         let previous = cachedVariant(key, counting: false)
@@ -186,12 +188,12 @@ extension VariantStore {
                 }
             }
         }
-        if let previous, previous.metadata.etag != validator { replaced(size, url) }
+        if let previous, previous.metadata.etag != validator { replaced(kind, url) }
         return .memory(image)
     }
 
     /// A cached variant whose original was found unchanged: it takes the original's (possibly renewed) expiry.
-    private func renewed(_ cached: Variant, key: String, url: ImageURL) -> Variant {
+    func renewed(_ cached: Variant, key: String, url: ImageURL) -> Variant {
         guard let expiresAt = repository.report(url).expiresAt, expiresAt > cached.expiresAt else { return cached }
         memory.update(key) { $0.expiresAt = expiresAt }
         if var record = disk?.record(forKey: key) {
@@ -209,7 +211,7 @@ extension VariantStore {
     }
 
     /// Counts a production that failed (not a remembered failure answered again), then answers with it.
-    private func failed(_ key: String, _ error: VariantError) {
+    func failed(_ key: String, _ error: VariantError) {
         counters.withLock { $0.failures[error.reason, default: 0] += 1 }
         finish(key, .failure(error))
     }

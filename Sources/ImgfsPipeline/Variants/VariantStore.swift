@@ -4,12 +4,12 @@ import ImgfsStore
 import ImgfsWorkers
 import Logging
 
-/// Downsized variants of images (`thumb/<px>/<name>`): made from the original on a bounded pool of workers, cached in
-/// memory and on disk as entries of their own.
+/// Variants of images (`thumb/<px>/<name>`, `thumb/<W>x<H>/<name>`, `fmt/<format>/<name>`): made from the original on a
+/// bounded pool of workers, cached in memory and on disk as entries of their own.
 ///
 /// Guarantees:
-/// - Only the configured sizes exist; any other size is not found, so nobody can make the daemon produce unbounded
-///   variants.
+/// - Only the configured sizes, exact sizes and format views exist (``allows(_:)``); any other is not found, so nobody
+///   can make the daemon produce unbounded variants.
 /// - One production per size and URL at a time; every caller joins it. The original comes through the
 ///   ``ImageRepository``, so every size asked for at once shares one transfer of the original.
 /// - Decoding runs only on the store's workers (a ``WorkerPool``), never on the caller's thread, and a worker is
@@ -36,6 +36,12 @@ public final class VariantStore: Sendable {
     public struct Configuration: Sendable {
         /// The longer sides allowed (`--thumb-sizes`).
         public var sizes: [Int] = [64, 128, 256, 512, 1024]
+        /// The exact sizes allowed (`--thumb-sizes` entries `<W>x<H>`), as ``VariantKind/Shape/cover(width:height:)``.
+        public var exactSizes: [VariantKind.Shape] = []
+        /// Where exact sizes are cropped (`--tune thumb-crop`).
+        public var crop: VariantCrop = .centre
+        /// The formats of the format views (`fmt/<format>/`): the whole image converted.
+        public var formatViews: [VariantFormat] = [.jpeg, .png]
         /// Originals whose header announces more pixels are refused (`--tune max-pixels`).
         public var maximumPixels = 100_000_000
         /// The quality of JPEG variants.
@@ -69,7 +75,7 @@ public final class VariantStore: Sendable {
     let counters = Locked(VariantCounters())
     /// The decodes that cannot stream, admitted against ``decodeLimit``.
     let decodeBudget = DecodeBudget()
-    private let replacedHandler = Locked<(@Sendable (Int, ImageURL) -> Void)?>(nil)
+    private let replacedHandler = Locked<(@Sendable (VariantKind, ImageURL) -> Void)?>(nil)
 
     /// A store of variants of `repository`'s images, made by `maker` on `workers` and cached in `memory` and `disk`
     /// (whose writes go through the repository's write queue); `now` gives the time.
@@ -88,41 +94,55 @@ public final class VariantStore: Sendable {
     }
 
     /// Called (on a worker, before the callers are answered) when a variant replaces a cached one of other content.
-    public func onReplaced(_ handler: @escaping @Sendable (_ size: Int, _ url: ImageURL) -> Void) {
+    public func onReplaced(_ handler: @escaping @Sendable (_ kind: VariantKind, _ url: ImageURL) -> Void) {
         replacedHandler.withLock { $0 = handler }
     }
 
-    func replaced(_ size: Int, _ url: ImageURL) {
-        replacedHandler.withLock { $0 }?(size, url)
+    func replaced(_ kind: VariantKind, _ url: ImageURL) {
+        replacedHandler.withLock { $0 }?(kind, url)
     }
 
     /// The memory the decodes that cannot stream may hold together: the images' memory budget as it is now
     /// (`--memory-limit`, at most an eighth of the memory cgroup's limit), so that it shrinks with the cgroup.
     public var decodeLimit: Int { repository.tiers.memory.budget }
 
-    /// Whether `size` is one of the configured sizes.
-    public func allows(_ size: Int) -> Bool { configuration.sizes.contains(size) }
+    /// Whether variants of `kind` exist: a configured size or exact size, or a format view's format.
+    public func allows(_ kind: VariantKind) -> Bool {
+        switch kind.shape {
+        case .fit(let side): configuration.sizes.contains(side)
+        case .cover: configuration.exactSizes.contains(kind.shape)
+        case .whole: kind.format.map { configuration.formatViews.contains($0) } ?? false
+        }
+    }
+
+    /// Every kind that exists: each size and exact size in each encoding, and the format views.
+    public var allKinds: [VariantKind] {
+        let shapes = configuration.sizes.map { VariantKind.Shape.fit($0) } + configuration.exactSizes
+        let encodings: [VariantFormat?] = [nil] + VariantFormat.allCases
+        return shapes.flatMap { shape in encodings.map { VariantKind(shape, format: $0) } }
+            + configuration.formatViews.map { VariantKind(.whole, format: $0) }
+    }
 
     // MARK: - Serving
 
-    /// The variant of `url` of longer side `size`: cached, or made now. With `refresh` (lookup, open), an expired
-    /// variant is revalidated through its original first.
-    public func variant(_ size: Int, of url: ImageURL, refresh: Bool, reply: @escaping VariantReply) {
-        let key = key(size, url)
-        if let cached = cachedVariant(key, counting: true), isCurrent(cached, size: size, url: url),
+    /// The variant `kind` of `url`: cached, or made now. With `refresh` (lookup, open), an expired variant is
+    /// revalidated through its original first.
+    public func variant(_ kind: VariantKind, of url: ImageURL, refresh: Bool, reply: @escaping VariantReply) {
+        let key = key(kind, url)
+        if let cached = cachedVariant(key, counting: true), isCurrent(cached, kind: kind, url: url),
             !refresh || now() < cached.expiresAt
         {
             return reply(.success(cached))
         }
-        make(size, url, key: key, reply: reply)
+        make(kind, url, key: key, reply: reply)
     }
 
     /// Bytes `offset ..< offset + count` of the variant (fewer at the end).
     public func read(
-        _ size: Int, of url: ImageURL, offset: Int, count: Int,
+        _ kind: VariantKind, of url: ImageURL, offset: Int, count: Int,
         reply: @escaping @Sendable (Result<ImageSlice, VariantError>) -> Void
     ) {
-        variant(size, of: url, refresh: false) { [self] result in
+        variant(kind, of: url, refresh: false) { [self] result in
             switch result {
             case .failure(let error):
                 reply(.failure(error))
@@ -131,7 +151,7 @@ public final class VariantStore: Sendable {
                 reply(.success(ImageSlice(image.bytes, size: image.metadata.size, offset: offset, count: count)))
             case .success(.disk(let record)):
                 guard let bytes = loadFromDisk(record, url: url) else {
-                    return read(size, of: url, offset: offset, count: count, reply: reply)
+                    return read(kind, of: url, offset: offset, count: count, reply: reply)
                 }
                 counters.withLock { $0.servedFromDisk += 1 }
                 reply(.success(ImageSlice(bytes, size: record.size, offset: offset, count: count)))
@@ -141,13 +161,12 @@ public final class VariantStore: Sendable {
 
     // MARK: - Keys and validators
 
-    /// The cache key of a variant: the SHA-256 of its size and the original's URL (without fragment). Remembered
-    /// (every open asks; a digest costs more than the rest of a cached open), up to ``rememberedKeys`` of them.
-    func key(_ size: Int, _ url: ImageURL) -> String {
-        let id = VariantID(size: size, url: url)
+    /// The cache key of a variant: the SHA-256 of its kind's token and the original's URL (without fragment).
+    /// Remembered (every open asks; a digest costs more than the rest of a cached open), up to ``rememberedKeys``.
+    func key(_ kind: VariantKind, _ url: ImageURL) -> String {
+        let id = VariantID(kind: kind, url: url)
         if let key = keys.withLock({ $0[id] }) { return key }
-        let scope = url.credentialScope.map { "\($0)/" } ?? ""
-        let key = SHA256.hex(of: "imgfs-variant/\(size)/\(scope)\(url.resourceKey)".utf8)
+        let key = Self.uncachedKey(kind, url)
         keys.withLock { keys in
             if keys.count >= Self.rememberedKeys { keys.removeAll(keepingCapacity: true) }
             keys[id] = key
@@ -155,22 +174,35 @@ public final class VariantStore: Sendable {
         return key
     }
 
+    /// ``key(_:_:)`` without remembering it.
+    static func uncachedKey(_ kind: VariantKind, _ url: ImageURL) -> String {
+        let scope = url.credentialScope.map { "\($0)/" } ?? ""
+        return SHA256.hex(of: "imgfs-variant/\(Self.generation)\(kind.token)/\(scope)\(url.resourceKey)".utf8)
+    }
+
     struct VariantID: Hashable {
-        let size: Int
+        let kind: VariantKind
         let url: ImageURL
     }
 
     static let rememberedKeys = 4096
 
-    /// What identifies the content of a variant: its size and the original's size, ETag and Last-Modified.
-    static func validator(_ size: Int, _ original: ImageMetadata) -> String {
+    /// What identifies the content of a variant: its kind and the original's size, ETag and Last-Modified.
+    static func validator(_ kind: VariantKind, _ original: ImageMetadata) -> String {
         let modified = original.lastModified.map { String(Int(saturating: $0.timeIntervalSince1970)) } ?? ""
-        return "\(size);\(original.size);\(original.etag ?? "");\(modified)"
+        return "\(generation)\(kind.token);\(original.size);\(original.etag ?? "");\(modified)"
     }
 
-    static func size(ofValidator validator: String) -> Int? {
-        validator.split(separator: ";", maxSplits: 1).first.flatMap { Int($0) }
+    /// The kind a validator was made for; nil for one of another generation.
+    static func kind(ofValidator validator: String) -> VariantKind? {
+        guard validator.hasPrefix(generation) else { return nil }
+        return validator.dropFirst(generation.count).split(separator: ";", maxSplits: 1).first
+            .flatMap { VariantKind(token: $0) }
     }
+
+    /// Marks keys and validators of variants whose name says their type: entries made before (JPEG under any name)
+    /// are never served, listed or made current again; the sweep and the size limit remove them.
+    static let generation = "v2."
 
     // MARK: - Cache look-ups
 
@@ -180,15 +212,15 @@ public final class VariantStore: Sendable {
     }
 
     /// Whether `variant` was made from the original as it is cached now (true when the original is not cached).
-    func isCurrent(_ variant: Variant, size: Int, url: ImageURL) -> Bool {
+    func isCurrent(_ variant: Variant, kind: VariantKind, url: ImageURL) -> Bool {
         // The cached original without building a whole report (every open asks); one being fetched otherwise.
         let cached = repository.tiers.lookup(url.cacheKey)?.metadata
         guard let original = cached ?? repository.report(url).metadata else { return true }
-        return variant.metadata.etag == Self.validator(size, original)
+        return variant.metadata.etag == Self.validator(kind, original)
     }
 
     /// A disk variant's bytes, moved to memory; nil (and the entry dropped) when it is unusable.
-    private func loadFromDisk(_ record: CacheRecord, url: ImageURL) -> ImageBytes? {
+    func loadFromDisk(_ record: CacheRecord, url: ImageURL) -> ImageBytes? {
         guard let disk else { return nil }
         do {
             let bytes = ImageBytes(copying: try disk.readAll(key: record.key))
