@@ -18,7 +18,7 @@ struct ListCommand: ParsableCommand {
             is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
             then tried again; `imgfs purge` forgets every failure at once.
             """,
-        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
+        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self, ListEntriesCommand.self]
     )
 
     /// The list store of the imgfs mount at `mountPoint`, or exit status 2 with a one-line error.

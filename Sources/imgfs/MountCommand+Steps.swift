@@ -80,7 +80,7 @@ extension MountCommand {
                 disk, variants: variants, keepExpiredFor: try cache.keepExpired(), rules: rules, logger: logger)
         }
         let lists = ListDirectories(
-            store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
+            store: ListStore(directory: cacheDirectory.appendingPathComponent("lists"), writesFacts: true),
             readAhead: ReadAhead(depth: tuning.readAhead, repository: repository),
             hosts: HostDirectories(tiers: repository.tiers))
         let filesystem = ImageFilesystem(

@@ -32,7 +32,8 @@ extension ImageFilesystem {
     static func listingIsPrivate(_ node: Node) -> Bool {
         switch node {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
-        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.image):
+        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.image),
+            .listIndex:
             false
         }
     }
@@ -46,7 +47,7 @@ extension ImageFilesystem {
         case .images, .thumbnail(.size): 0o711
         case .lists, .list, .hosts, .host: 0o511
         case .control: 0o755
-        case .generated: 0o400
+        case .generated, .listIndex: 0o400
         case .image, .thumbnail(.image): 0o444
         case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root): 0o555
         }

@@ -37,7 +37,7 @@ extension ImageFilesystem {
             listing = thumbnails
         case .lists, .list, .hosts, .host:
             listing = listingInLists(node, leading: leading)
-        case .image, .generated:
+        case .image, .generated, .listIndex:
             return .failure(.notADirectory)
         }
         return .success(

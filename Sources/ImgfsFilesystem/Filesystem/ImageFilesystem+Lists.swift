@@ -86,6 +86,7 @@ extension ImageFilesystem {
         case .lists:
             return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
         case .list(let list):
+            if text == ListIndex.fileName { return .success(.listIndex(list)) }
             return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
                 ?? .failure(.notFound)
         case .hosts:

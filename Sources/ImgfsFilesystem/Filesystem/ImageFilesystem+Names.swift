@@ -34,7 +34,7 @@ extension ImageFilesystem {
                 return resolveThumbnail(name, in: node)
             case .lists, .list, .hosts, .host:
                 return resolveInLists(name, in: directory)
-            case .image, .generated:
+            case .image, .generated, .listIndex:
                 return .failure(.notADirectory)
             }
         } catch {

@@ -135,12 +135,16 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
+            let inList: Bool
+            if case .list = directory { inList = true } else { inList = false }
+            if inList, let known = entryFromFacts(url) { return reply(.success(known)) }
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, glance: glance, reply: reply)
             } else {
                 reply(lookupImage(url, glance: glance))
             }
+            if inList { learn(url) }
         case .success(.generated(let file)):
             reply(
                 .success(
@@ -149,6 +153,8 @@ public final class ImageFilesystem: Sendable {
                         entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
             reply(.success(lookupVariant(size, url)))
+        case .success(.listIndex(let list)):
+            reply(.success(listIndexEntry(inodes.lookUp(.listIndex(list)), list: list)))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -183,8 +189,10 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
+            if let known = entryFromFacts(url) { return reply(.success(known)) }
             repository.metadata(url, refresh: false, interest: interest) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
+                learn(url)
             }
         case .generated(let file):
             reply(
@@ -194,6 +202,8 @@ public final class ImageFilesystem: Sendable {
                         attributeTimeout: 0)))
         case .thumbnail(.image(let size, let url)):
             variantAttributes(inode, size, url, reply: reply)
+        case .listIndex(let list):
+            reply(.success(listIndexEntry(inode, list: list)))
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -207,6 +217,7 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if forWriting { return reply(.failure(.readOnly)) }
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
+        if case .listIndex = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
             let glance: @Sendable (CacheGlance) -> Void = { [lists] in
@@ -215,6 +226,7 @@ public final class ImageFilesystem: Sendable {
             repository.opening(url, interest: interest, fileAbove: Self.preloadLimit, glance: glance) { [self] result in
                 switch result {
                 case .success(let (found, body)):
+                    learn(url)
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
                     let size = found.metadata.size
                     reply(
@@ -237,6 +249,9 @@ public final class ImageFilesystem: Sendable {
                         handle: handles.open(.bytes(ImageBytes(copying: content(of: file)))).handle, directIO: true)))
         case .thumbnail(.image(let size, let url)):
             openVariant(size, url, reply: reply)
+        case .listIndex(let list):
+            let bytes = ImageBytes(copying: listIndexContent(list))
+            reply(.success(OpenFile(handle: handles.open(.bytes(bytes)).handle, directIO: true)))
         default:
             reply(.failure(.isADirectory))
         }
@@ -251,9 +266,9 @@ public final class ImageFilesystem: Sendable {
         switch (node, handles[handle]) {
         case (.image, .image(let image)?):
             image.read(offset: offset, count: count, interest: interest) { reply($0.mapError(\.filesystemError)) }
-        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?):
+        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?), (.listIndex, .bytes(let bytes)?):
             reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
-        case (.generated, _):
+        case (.generated, _), (.listIndex, _):
             reply(.failure(.stale))
         case (.image(let url), _):
             repository.read(url, offset: offset, count: count, interest: interest) { result in

@@ -26,6 +26,8 @@ public enum Node: Hashable, Sendable {
     case hosts
     /// The cached images of one host.
     case host(String)
+    /// A list's `.index.jsonl` (``ListIndex``), generated when it is opened.
+    case listIndex(String)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -87,7 +89,7 @@ public final class InodeTable: Sendable {
         case .lists: return Self.listsInode
         case .hosts: return Self.hostsInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image, .thumbnail, .list, .host:
+        case .chunkPrefix, .image, .thumbnail, .list, .host, .listIndex:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -112,7 +114,7 @@ public final class InodeTable: Sendable {
         case .lists: Self.listsInode
         case .hosts: Self.hostsInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image, .thumbnail, .list, .host: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .thumbnail, .list, .host, .listIndex: state.withLock { $0.numbers[node] }
         }
     }
 

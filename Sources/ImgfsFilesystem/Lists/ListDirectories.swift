@@ -16,11 +16,13 @@ public final class ListDirectories: Sendable {
     /// The per-host view, `hosts/`.
     public let hosts: HostDirectories
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
-    private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
+    let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
     private let readAheadQueue = WorkerPool(name: "imgfs-readahead")
     private let openHandles = OpenHandleCounter()
+    /// Where what is learnt of entries is written to their lists' facts files, off the FUSE threads.
+    let factsQueue = WorkerPool(name: "imgfs-facts")
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
