@@ -70,6 +70,16 @@ extension ImageFilesystem {
                     (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
             }
             return page
+        case .list(let leading, let list):
+            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            let first = max(0, offset - leading.count)
+            for index in first..<min(list.entries.count, first + limit - page.count) {
+                // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
+                let name = list.name(at: index)
+                page.append(
+                    (DirectoryEntry(name: name, inode: Self.nameInode(name), kind: .file), leading.count + index + 1))
+            }
+            return page
         }
     }
 

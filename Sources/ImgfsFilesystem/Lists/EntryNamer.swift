@@ -27,6 +27,20 @@ public enum EntryNamer {
         return fileExtension.map { "\(base).\($0)" } ?? base
     }
 
+    /// What follows the index in the name of `url` (`-stem.ext`, or nothing): ``name(index:count:suffix:)`` puts an
+    /// index before it, so a long list is named in one pass over its URLs and a second over these suffixes.
+    public static func suffix(url: ImageURL, given: String? = nil, knownExtension: String? = nil) -> String {
+        String(name(index: 0, count: 1, url: url, given: given, knownExtension: knownExtension).dropFirst(5))
+    }
+
+    /// The name of entry `index` (0-based) of a list of `count` entries, whose ``suffix(url:given:knownExtension:)``
+    /// is `suffix`.
+    public static func name(index: Int, count: Int, suffix: String) -> String {
+        let width = max(5, String(count).count)
+        let number = String(index + 1)
+        return String(repeating: "0", count: max(0, width - number.count)) + number + suffix
+    }
+
     /// The URL's last path segment, percent-decoded when that gives UTF-8 ("" for a bare host).
     static func lastSegment(of url: ImageURL) -> String {
         var path = Substring(url.resourceKey)

@@ -74,8 +74,8 @@ public final class ListStore: Sendable {
             loaded.withLock { $0[name]?.checked = now }
             return cached.list
         }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let list = ImageList(name: name, storedText: text)
+        guard let file = try? MappedFile(path: path) else { return nil }
+        let list = ImageList(name: name, file: file)
         // The facts file is opened with the list it belongs to: a replaced list comes with its own.
         let facts = ListFacts(path: ListFacts.path(of: name, in: directory), writable: writesFacts)
         loaded.withLock { $0[name] = (list, stamp, now, facts) }
@@ -131,7 +131,7 @@ public final class ListStore: Sendable {
         return true
     }
 
-    private func file(_ name: String) -> URL { directory.appendingPathComponent(name + Self.suffix) }
+    func file(_ name: String) -> URL { directory.appendingPathComponent(name + Self.suffix) }
 
     /// Writes the facts file of `list` from the facts of the list it replaces (written before the list, so a reader
     /// that sees the new list finds its facts; a reader of the old list meanwhile finds none that fit, never wrong
@@ -139,8 +139,7 @@ public final class ListStore: Sendable {
     private func moveFacts(to list: ImageList) {
         let path = ListFacts.path(of: list.name, in: directory)
         guard FileManager.default.fileExists(atPath: path),
-            let old = (try? String(contentsOfFile: file(list.name).path, encoding: .utf8))
-                .map({ ImageList(name: list.name, storedText: $0) })
+            let old = (try? MappedFile(path: file(list.name).path)).map({ ImageList(name: list.name, file: $0) })
         else { return }
         let oldFacts = ListFacts(path: path, writable: false)
         var positions: [String: [Int]] = [:]

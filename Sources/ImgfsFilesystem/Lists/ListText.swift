@@ -23,6 +23,12 @@ public enum ListText {
         public let reason: String
         /// `line <n>: <reason>`.
         public var description: String { "line \(line): \(reason)" }
+
+        /// The problem `reason` on line `line`.
+        public init(line: Int, reason: String) {
+            self.line = line
+            self.reason = reason
+        }
     }
 
     /// The valid lines of `text`, in order, and the rejected ones.
