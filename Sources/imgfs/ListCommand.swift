@@ -17,6 +17,12 @@ struct ListCommand: ParsableCommand {
             managers, gio list, ls -l and scripts go on with the other entries; `imgfs why URL` says why. A failure \
             is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
             then tried again; `imgfs purge` forgets every failure at once.
+
+            A list learns each entry's size, format, width, height and EXIF orientation when the entry is looked up, \
+            listed with ls -l or opened, and keeps them beside the list: after a remount stat and ls -l of a known \
+            entry need no network. Entries carry them as user.imgfs.{size,format,width,height,orientation}; \
+            <mount>/lists/NAME/.index.jsonl has one JSON object a line per entry (for jq and pandas), and \
+            `imgfs list show NAME [--json]` prints the same.
             """,
         subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self, ListEntriesCommand.self]
     )

@@ -8,8 +8,9 @@ extension ImageFilesystem {
     /// The entry of a list's image answered from what its list knows (``EntryFacts``), when the repository neither
     /// holds nor fetches it nor remembers its failure: a `stat` after a remount costs no request.
     func entryFromFacts(_ url: ImageURL) -> Entry? {
-        guard let lists, !repository.isKnown(url), let facts = lists.facts(of: url), facts.status == .ok,
-            let metadata = Self.metadata(facts)
+        // The list's facts first: a lookup in the position table, nothing for an image never looked up in a list.
+        guard let lists, let facts = lists.facts(of: url), facts.status == .ok, let metadata = Self.metadata(facts),
+            !repository.isKnown(url)
         else { return nil }
         return imageEntry(inodes.lookUp(.image(url)), metadata)
     }
