@@ -18,7 +18,7 @@ struct ListRows {
     let format: ListFormat?
     let columns: ListText.Columns
     /// The size of a piece read at once.
-    static let pieceSize = 1 << 20
+    var pieceSize = 1 << 20
 
     /// Why the rows cannot be read.
     struct Unreadable: Error, CustomStringConvertible {
@@ -38,7 +38,7 @@ struct ListRows {
         var pending: [UInt8] = []
         var decoder: ContentDecoder?
         var first = true
-        var chunk = [UInt8](repeating: 0, count: Self.pieceSize)
+        var chunk = [UInt8](repeating: 0, count: pieceSize)
         while true {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -62,7 +62,7 @@ struct ListRows {
                 pending.append(contentsOf: chunk.prefix(count))
             }
             parser.decideFormat(pending)
-            if pending.count >= Self.pieceSize, let cut = parser.cut(pending) {
+            if pending.count >= pieceSize, let cut = parser.cut(pending) {
                 try parser.parse(Array(pending[..<cut]), row: row, problem: problem)
                 pending.removeSubrange(..<cut)
             }
