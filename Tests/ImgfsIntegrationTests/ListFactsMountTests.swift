@@ -91,6 +91,13 @@ struct ListFactsMountTests {
         #expect(table.output.contains("00001-photo.jpg\t\(Self.photo.count)\tjpeg\t640\t480\t6\tok"), "\(table.output)")
         #expect(table.output.contains("00003-broken.png\t-\t-\t-\t-\t-\tfailed: HTTP 500"), "\(table.output)")
 
+        // Replaced with the photo moved to the end: it keeps its name and what the list learnt of it.
+        let reordered = "\(fixture.url(2))\n\(origin.baseURL)/p/broken.png\n\(origin.baseURL)/p/photo.jpg\n"
+        #expect(try fixture.add("shots", reordered, extra: ["--no-probe"]).status == 0)
+        let moved = lines()
+        #expect(moved.count == 3 && moved[2]["name"] as? String == "00001-photo.jpg", "\(moved)")
+        #expect(moved.count == 3 && moved[2]["width"] as? Int == 640 && moved[0]["width"] as? Int == iconWidth)
+
         // Remount on the same cache with the images gone from it and the origin stopped: stat answers from the list.
         fixture.stop()
         stopped = true
@@ -102,6 +109,7 @@ struct ListFactsMountTests {
         let remounted = "\(again.mountPoint)/lists/shots"
         #expect(PosixFile.size("\(remounted)/00001-photo.jpg") == .success(Self.photo.count))
         #expect(PosixFile.size("\(remounted)/00002-2.png") == .success(icon.count))
+        #expect(PosixFile.size("\(remounted)/00003-broken.png") == .failure(Errno(ENOENT)), "a failure is tried again")
         #expect(try attribute("width", "\(remounted)/00001-photo.jpg") == "640")
         let listed = try ChildProcess.run("/bin/ls", ["-l", remounted])
         #expect(listed.output.contains("\(Self.photo.count)"), "\(listed.output)")
