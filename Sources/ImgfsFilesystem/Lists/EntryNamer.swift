@@ -55,10 +55,8 @@ public enum EntryNamer {
     static func splitExtension(_ text: String) -> (String, String?) {
         guard let dot = text.lastIndex(of: "."), dot != text.startIndex else { return (text, nil) }
         let candidate = text[text.index(after: dot)...].lowercased()
-        guard let url = try? ImageURL("http://x/a.\(candidate)"), let known = ImageExtension.fromPath(of: url) else {
-            return (text, nil)
-        }
-        return (String(text[..<dot]), known)
+        guard ImageExtension.isKnown(candidate) else { return (text, nil) }
+        return (String(text[..<dot]), candidate)
     }
 
     /// Letters, digits, `-`, `_` and `.` kept; every other run becomes one `-`; no leading or trailing `-`/`.`;
