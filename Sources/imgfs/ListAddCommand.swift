@@ -77,6 +77,8 @@ struct ListAddCommand: ParsableCommand {
                 })
         } catch let error as ListRows.Unreadable {
             throw ListCommand.usageError(error.description, command: "add")
+        } catch let error as ListSpool.Failure {
+            throw ListWriteError(name: name, reason: error.reason)
         }
         let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
         var extensions = probe.knownExtensions(for: Array(unnamed))

@@ -14,6 +14,12 @@ final class ListSpool {
     /// How many rows were added.
     private(set) var count = 0
 
+    /// The spool could not be written or read: the system's reason.
+    struct Failure: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { reason }
+    }
+
     /// One row.
     struct Row {
         let urlText: String
@@ -23,12 +29,15 @@ final class ListSpool {
     }
 
     init(directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw Failure(reason: "cannot make \(directory.path)")
+        }
         let path = directory.appendingPathComponent(".add.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).spool").path
         fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw ListRows.Unreadable(
-                description: "cannot write in \(directory.path): \(String(cString: strerror(errno)))")
+            throw Failure(reason: String(cString: strerror(errno)))
         }
         unlink(path)
         buffer.reserveCapacity(1 << 20)
@@ -58,7 +67,7 @@ final class ListSpool {
             let result = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else {
-                throw ListRows.Unreadable(description: "cannot spool the list: \(String(cString: strerror(errno)))")
+                throw Failure(reason: String(cString: strerror(result < 0 ? errno : EIO)))
             }
             written += result
         }
@@ -76,7 +85,7 @@ final class ListSpool {
             let read = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
             if read < 0 && errno == EINTR { continue }
             guard read >= 0 else {
-                throw ListRows.Unreadable(description: "cannot read the spool: \(String(cString: strerror(errno)))")
+                throw Failure(reason: String(cString: strerror(errno)))
             }
             if read == 0 { break }
             offset += read

@@ -169,4 +169,10 @@ public struct ListWriteError: Error, CustomStringConvertible {
 
     /// One line naming the list and the reason.
     public var description: String { "cannot write the list \(name): \(reason)" }
+
+    /// The list `name` could not be written for `reason`.
+    public init(name: String, reason: String) {
+        self.name = name
+        self.reason = reason
+    }
 }
