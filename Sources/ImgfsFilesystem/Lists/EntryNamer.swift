@@ -43,11 +43,25 @@ public enum EntryNamer {
 
     /// The URL's last path segment, percent-decoded when that gives UTF-8 ("" for a bare host).
     static func lastSegment(of url: ImageURL) -> String {
-        var path = Substring(url.resourceKey)
-        if let query = path.firstIndex(of: "?") { path = path[..<query] }
-        guard let scheme = path.range(of: "://") else { return "" }
-        let afterHost = path[scheme.upperBound...].drop { $0 != "/" }
-        let segment = afterHost.split(separator: "/").last.map(String.init) ?? ""
+        // On the UTF-8 bytes: a URL is ASCII up to its host, and `?`, `/` and `:` are never inside a multi-byte
+        // character, so every cut below is on a character boundary.
+        let path = url.resourceKey.utf8
+        let end = path.firstIndex(of: UInt8(ascii: "?")) ?? path.endIndex
+        var schemeEnd: String.Index?
+        var index = path.startIndex
+        while index < end {
+            if path[index] == UInt8(ascii: ":"), path[path.index(after: index)...].starts(with: "//".utf8) {
+                schemeEnd = path.index(index, offsetBy: 3)
+                break
+            }
+            index = path.index(after: index)
+        }
+        guard let schemeEnd, schemeEnd <= end else { return "" }
+        guard let slash = path[schemeEnd..<end].firstIndex(of: UInt8(ascii: "/")) else { return "" }
+        let segments = path[slash..<end].split(separator: UInt8(ascii: "/"))
+        guard let last = segments.last else { return "" }
+        let segment = String(Substring(last))
+        guard last.contains(UInt8(ascii: "%")) else { return segment }
         return segment.removingPercentEncoding ?? segment
     }
 
