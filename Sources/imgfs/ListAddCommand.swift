@@ -54,56 +54,81 @@ struct ListAddCommand: ParsableCommand {
     func run() throws {
         do { try ListStore.validate(name) } catch { throw ListCommand.usageError(error.description, command: "add") }
         let store = try ListCommand.store(of: mountPoint, command: "add")
-        let (lines, problems) = try readLines()
-        for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        let unnamed = Array(Set(lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil }))
-        let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
-        var extensions = probe.knownExtensions(for: unnamed)
-        if !noProbe {
-            extensions.merge(probe.extensions(for: unnamed.filter { extensions[$0] == nil })) { known, _ in known }
-        }
-        let previous = store.list(name, recheck: true)
-        let list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
-        try store.save(list)
-        do { try ListWarmMark.set(warm, list: name, in: store) } catch {
-            throw ListCommand.usageError("cannot mark the list for warming: \(error)", command: "add")
-        }
-        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
-        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
-        let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
-        let warming = warm ? ", warming in the background" : ""
-        print("list \(name): \(list.entries.count) entries\(skipped)\(warming)")
-        if !problems.isEmpty { throw ExitCode.failure }
-    }
-
-    /// The list's valid lines and the rows it skips, from the file in its format (decompressed first when gzip).
-    private func readLines() throws -> (lines: [ListText.Line], problems: [ListText.Problem]) {
-        var bytes: [UInt8]
-        do { bytes = try URLList.readBytes(from: file) } catch {
-            throw ListCommand.usageError(error.description, command: "add")
-        }
-        if ContentDecoder.isGzip(bytes) {
-            guard let plain = ContentDecoder.gunzip(bytes) else {
-                throw ListCommand.usageError("\(file): a gzip stream that is corrupt or cut short", command: "add")
-            }
-            bytes = plain
-        }
-        let text = String(decoding: bytes, as: UTF8.self)
-        let chosen: ListFormat
+        // Pass one: every row checked and spooled; only URLs without an image extension stay in memory.
+        var chosen: ListFormat?
         if let format {
             guard let named = ListFormat(rawValue: format.lowercased()) else {
                 throw ListCommand.usageError("--format: text, csv, tsv or jsonl, not \(format)", command: "add")
             }
             chosen = named
-        } else {
-            chosen = ListFormat.named(by: file) ?? ListFormat.sniff(text, urlColumn: urlColumn)
         }
+        let spool: ListSpool
+        var problems = 0
+        var unnamed = Set<ImageURL>()
         do {
-            return try ListText.parse(text, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
-        } catch {
-            throw ListCommand.usageError("\(file): \(error.description)", command: "add")
+            spool = try ListSpool(directory: store.directory)
+            let rows = ListRows(source: file, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
+            try rows.read(
+                { line in
+                    let needsType = ImageExtension.fromPath(of: line.url) == nil
+                    if needsType { unnamed.insert(line.url) }
+                    try spool.append(
+                        .init(
+                            urlText: line.url.string, suffix: EntryNamer.suffix(url: line.url, given: line.givenName),
+                            given: line.givenName, needsType: needsType))
+                },
+                problem: { problem in
+                    problems += 1
+                    FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8))
+                })
+        } catch let error as ListRows.Unreadable {
+            throw ListCommand.usageError(error.description, command: "add")
+        } catch let error as ListSpool.Failure {
+            throw ListWriteError(name: name, reason: error.reason)
         }
+        let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
+        var extensions = probe.knownExtensions(for: Array(unnamed))
+        if !noProbe {
+            extensions.merge(probe.extensions(for: unnamed.filter { extensions[$0] == nil })) { known, _ in known }
+        }
+        let types = Dictionary(extensions.map { ($0.key.string, $0.value) }, uniquingKeysWith: { first, _ in first })
+        unnamed = []
+        // Pass two: the names, written as they are made.
+        let count = spool.count
+        var previous = store.list(name, recheck: true).map(PreviousNames.init)
+        var taken: Set<String>? = previous == nil ? nil : []
+        try store.write(name) { writer in
+            var index = 0
+            try spool.forEach { row in
+                defer { index += 1 }
+                let kept = previous?.take(row.urlText)
+                var entryName: String
+                if let kept {
+                    entryName = kept.name
+                } else if row.needsType, let type = types[row.urlText], let url = try? ImageURL(row.urlText) {
+                    entryName = EntryNamer.name(
+                        index: index, count: count, url: url, given: row.given, knownExtension: type)
+                } else {
+                    entryName = EntryNamer.name(index: index, count: count, suffix: row.suffix)
+                }
+                // Fresh names differ by their index; only names kept from the old list can meet another.
+                if taken != nil {
+                    if taken!.contains(entryName) { entryName = ListNaming.unique(entryName, taken: taken!) }
+                    taken!.insert(entryName)
+                }
+                try writer.append(name: entryName, urlText: row.urlText, previous: kept?.position)
+            }
+        }
+        do { try ListWarmMark.set(warm, list: name, in: store) } catch {
+            throw ListCommand.usageError("cannot mark the list for warming: \(error)", command: "add")
+        }
+        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
+        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
+        let skipped = problems == 0 ? "" : ", \(problems) invalid lines skipped"
+        let warming = warm ? ", warming in the background" : ""
+        print("list \(name): \(count) entries\(skipped)\(warming)")
+        if problems > 0 { throw ExitCode.failure }
     }
 }
 
@@ -135,7 +160,7 @@ enum ListNaming {
         return ImageList(name: name, entries: entries)
     }
 
-    private static func unique(_ name: String, taken: Set<String>) -> String {
+    static func unique(_ name: String, taken: Set<String>) -> String {
         let dot = name.lastIndex(of: ".")
         let stem = dot.map { String(name[..<$0]) } ?? name
         let tail = dot.map { String(name[$0...]) } ?? ""

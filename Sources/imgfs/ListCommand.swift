@@ -20,8 +20,14 @@ struct ListCommand: ParsableCommand {
             entries in the background (after what readers wait for, up to half of the cache) when it is added and \
             the first time it is opened after each mount: a data loader that reads it in a shuffled order then finds \
             its images cached or on their way. Removing the list stops its warming.
+
+            A list learns each entry's size, format, width, height and EXIF orientation when the entry is looked up, \
+            listed with ls -l or opened, and keeps them beside the list: after a remount stat and ls -l of a known \
+            entry need no network. Entries carry them as user.imgfs.{size,format,width,height,orientation}; \
+            <mount>/lists/NAME/.index.jsonl has one JSON object a line per entry (for jq and pandas), and \
+            `imgfs list show NAME [--json]` prints the same.
             """,
-        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
+        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self, ListEntriesCommand.self]
     )
 
     /// The list store of the imgfs mount at `mountPoint`, or exit status 2 with a one-line error.

@@ -79,7 +79,7 @@ extension MountCommand {
             DiskSweeper.start(
                 disk, variants: variants, keepExpiredFor: try cache.keepExpired(), rules: rules, logger: logger)
         }
-        let listStore = ListStore(directory: cacheDirectory.appendingPathComponent("lists"))
+        let listStore = ListStore(directory: cacheDirectory.appendingPathComponent("lists"), writesFacts: true)
         let lists = ListDirectories(
             store: listStore,
             readAhead: ReadAhead(depth: tuning.readAhead, repository: repository),

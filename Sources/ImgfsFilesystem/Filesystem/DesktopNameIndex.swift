@@ -11,7 +11,7 @@ final class DesktopNameIndex: Sendable {
         let count: Int
         let first: String?
         let last: String?
-        let storage: UInt
+        let storage: ObjectIdentifier
         let byDigest: [String: String]
     }
 
@@ -23,8 +23,8 @@ final class DesktopNameIndex: Sendable {
 
     /// The names of the entries of list `list` (as loaded now) by the MD5 file name of each; the same loaded list is
     /// hashed once.
-    func names(ofList list: String, _ entries: [ImageList.Entry]) -> [String: String] {
-        let storage = entries.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    func names(ofList list: String, _ entries: ImageList.Entries) -> [String: String] {
+        let storage = ObjectIdentifier(entries.storage)
         if let known = built.withLock({ $0[list] }), known.count == entries.count, known.first == entries.first?.name,
             known.last == entries.last?.name, known.storage == storage
         {

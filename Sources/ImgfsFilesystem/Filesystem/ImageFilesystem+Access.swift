@@ -34,7 +34,7 @@ extension ImageFilesystem {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
         case .desktop(let desktop): !desktop.isFile
         case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.formatRoot),
-            .thumbnail(.image):
+            .thumbnail(.image), .listIndex:
             false
         }
     }
@@ -49,7 +49,7 @@ extension ImageFilesystem {
         case .lists, .list, .hosts, .host: 0o511
         case .desktop(let desktop): desktop.isFile ? 0o444 : 0o511
         case .control: 0o755
-        case .generated: 0o400
+        case .generated, .listIndex: 0o400
         case .image, .thumbnail(.image): 0o444
         case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root), .thumbnail(.formatRoot): 0o555
         }

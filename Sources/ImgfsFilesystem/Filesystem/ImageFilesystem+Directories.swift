@@ -40,7 +40,7 @@ extension ImageFilesystem {
         case .desktop(let desktop):
             guard let desktop = desktopListing(desktop, leading: leading) else { return .failure(.notADirectory) }
             listing = desktop
-        case .image, .generated:
+        case .image, .generated, .listIndex:
             return .failure(.notADirectory)
         }
         return .success(
@@ -71,6 +71,16 @@ extension ImageFilesystem {
                 let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(keys[index])
                 page.append(
                     (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
+            }
+            return page
+        case .list(let leading, let list):
+            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            let first = max(0, offset - leading.count)
+            for index in first..<min(list.entries.count, first + limit - page.count) {
+                // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
+                let name = list.name(at: index)
+                page.append(
+                    (DirectoryEntry(name: name, inode: Self.nameInode(name), kind: .file), leading.count + index + 1))
             }
             return page
         }

@@ -88,6 +88,7 @@ extension ImageFilesystem {
             lists.warmer?.listLookedUp(text)
             return .success(.list(text))
         case .list(let list):
+            if text == ListIndex.fileName { return .success(.listIndex(list)) }
             if let node = repositoryNode(name, in: .list(list)) { return .success(node) }
             return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
                 ?? .failure(.notFound)
@@ -115,13 +116,9 @@ extension ImageFilesystem {
                         return DirectoryEntry(name: name, inode: inode, kind: .directory)
                     })
         case .list(let name):
-            // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
-            let entries = lists.store.list(name, recheck: true)?.entries ?? []
-            return .entries(
-                leading
-                    + entries.map { entry in
-                        DirectoryEntry(name: entry.name, inode: Self.nameInode(entry.name), kind: .file)
-                    })
+            // A snapshot of the list, named a page at a time as it is read.
+            guard let list = lists.store.list(name, recheck: true) else { return .entries(leading) }
+            return .list(leading: leading, list: list)
         case .hosts:
             return .entries(
                 leading

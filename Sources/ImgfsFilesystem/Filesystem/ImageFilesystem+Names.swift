@@ -39,7 +39,7 @@ extension ImageFilesystem {
                 return resolveInLists(name, in: directory)
             case .desktop(let node):
                 return resolveDesktop(name, in: node)
-            case .image, .generated:
+            case .image, .generated, .listIndex:
                 return .failure(.notADirectory)
             }
         } catch {

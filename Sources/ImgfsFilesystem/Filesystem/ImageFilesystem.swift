@@ -139,12 +139,16 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
+            let inList: Bool
+            if case .list = directory { inList = true } else { inList = false }
+            if inList, let known = entryFromFacts(url) { return reply(.success(known)) }
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, glance: glance, reply: reply)
             } else {
                 reply(lookupImage(url, glance: glance))
             }
+            if inList { learn(url) }
         case .success(.generated(let file)):
             reply(
                 .success(
@@ -155,6 +159,8 @@ public final class ImageFilesystem: Sendable {
             reply(lookupVariant(size, url))
         case .success(.desktop(let node)):
             reply(lookupDesktop(node))
+        case .success(.listIndex(let list)):
+            reply(.success(listIndexEntry(inodes.lookUp(.listIndex(list)), list: list)))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -190,8 +196,10 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
+            if let known = entryFromFacts(url) { return reply(.success(known)) }
             repository.metadata(url, refresh: false, interest: interest) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
+                learn(url)
             }
         case .generated(let file):
             reply(
@@ -203,6 +211,8 @@ public final class ImageFilesystem: Sendable {
             variantAttributes(inode, size, url, reply: reply)
         case .desktop(let node):
             desktopAttributes(inode, node, reply: reply)
+        case .listIndex(let list):
+            reply(.success(listIndexEntry(inode, list: list)))
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -216,6 +226,7 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if forWriting { return reply(.failure(.readOnly)) }
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
+        if case .listIndex = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
             let glance: @Sendable (CacheGlance) -> Void = { [lists] in
@@ -224,6 +235,7 @@ public final class ImageFilesystem: Sendable {
             repository.opening(url, interest: interest, fileAbove: Self.preloadLimit, glance: glance) { [self] result in
                 switch result {
                 case .success(let (found, body)):
+                    learn(url)
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
                     desktopEntryOpened(url)
                     let size = found.metadata.size
@@ -249,6 +261,9 @@ public final class ImageFilesystem: Sendable {
             openVariant(size, url, reply: reply)
         case .desktop(let node):
             openDesktop(node, reply: reply)
+        case .listIndex(let list):
+            let bytes = ImageBytes(copying: listIndexContent(list))
+            reply(.success(OpenFile(handle: handles.open(.bytes(bytes)).handle, directIO: true)))
         default:
             reply(.failure(.isADirectory))
         }
@@ -263,9 +278,9 @@ public final class ImageFilesystem: Sendable {
         switch (node, handles[handle]) {
         case (.image, .image(let image)?):
             image.read(offset: offset, count: count, interest: interest) { reply($0.mapError(\.filesystemError)) }
-        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?):
+        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?), (.listIndex, .bytes(let bytes)?):
             reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
-        case (.generated, _):
+        case (.generated, _), (.listIndex, _):
             reply(.failure(.stale))
         case (.image(let url), _):
             repository.read(url, offset: offset, count: count, interest: interest) { result in

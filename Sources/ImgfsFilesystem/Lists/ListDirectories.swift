@@ -23,6 +23,8 @@ public final class ListDirectories: Sendable {
     private let openHandles = OpenHandleCounter()
     /// What warms the lists marked for it when they are looked up (none: lists are not warmed).
     public let warmer: ListWarmer?
+    /// Where what is learnt of entries is written to their lists' facts files, off the FUSE threads.
+    let factsQueue = WorkerPool(name: "imgfs-facts")
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories, warmer: ListWarmer? = nil) {
