@@ -4,8 +4,8 @@ import ImgfsModel
 import ImgfsPipeline
 import ImgfsWorkers
 
-/// `imgfs thumbnails --desktop MOUNT [LIST…]`: writes the thumbnails of lists' entries into the user's thumbnail cache
-/// (``DesktopThumbnailWriter``), so that file managers show them without reading the originals.
+/// `imgfs thumbnails --desktop MOUNT [LIST...]`: writes the thumbnails of lists' entries into the user's thumbnail
+/// cache (``DesktopThumbnailWriter``), so that file managers show them without reading the originals.
 ///
 /// Exit status: 0 when every entry has its thumbnails (or a failure marker for one that cannot be thumbnailed, or
 /// nothing for an entry whose image failed), 1 when the cache could not be written, 2 on a usage error.
