@@ -92,7 +92,7 @@ let package = Package(
         ),
         .target(name: "ImgfsTestSupport", path: "Tests/ImgfsTestSupport"),
         .testTarget(
-            name: "ImgfsCoreTests",
+            name: "ImgfsLogicTests",
             dependencies: [
                 "ImgfsModel", "ImgfsWorkers", "ImgfsStore", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsTestSupport",
                 .product(name: "Logging", package: "swift-log")

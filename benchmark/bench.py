@@ -49,6 +49,9 @@ def main():
                         help="only the shared-tier rows (--shared-cache on a private redis-server; benchkit/shared_tier)")
     parser.add_argument("--lists", action="store_true",
                         help="only the list rows: ls of a 10,000-entry list, the stepping viewer (read-ahead 0 and 8)")
+    parser.add_argument("--loader", action="store_true",
+                        help="only the data-loader rows: 8 worker processes over ~400 JPEGs of a list (with and "
+                             "without list add --warm), against curl then read and tmpfs, at 0 and 20 ms")
     parser.add_argument("--before", metavar="REV",
                         help="also measure imgfs built at git revision REV (release, cached under the results' work/), "
                              "as imgfs@<commit> beside imgfs in every row, and print a before/after table")

@@ -261,7 +261,8 @@ int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decod
     cost->bits = (int)(sample * 8);
     int orientation = 1;
     if (vips_image_get_typeof(header, VIPS_META_ORIENTATION) != 0
-        && vips_image_get_int(header, VIPS_META_ORIENTATION, &orientation) == 0 && orientation >= 1 && orientation <= 8) {
+        && vips_image_get_int(header, VIPS_META_ORIENTATION, &orientation) == 0
+        && orientation >= 1 && orientation <= 8) {
         cost->orientation = orientation;
     } else {
         cost->orientation = 1;

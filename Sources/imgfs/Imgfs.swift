@@ -24,7 +24,7 @@ struct Imgfs: ParsableCommand {
         subcommands: [
             MountCommand.self, PathCommand.self, NameCommand.self, WhyCommand.self, PrefetchCommand.self,
             StatsCommand.self, PurgeCommand.self, ReloadCommand.self, PolicyCommand.self,
-            ListCommand.self, VersionCommand.self
+            ListCommand.self, ThumbnailsCommand.self, VersionCommand.self
         ]
     )
 }

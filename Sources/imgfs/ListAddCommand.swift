@@ -9,7 +9,7 @@ import ImgfsModel
 /// `--no-probe`, every entry is then probed through the list's folder, held open meanwhile: a `stat` of
 /// `lists/NAME/<entry>`, which costs an uncached image one request for its first 64 KiB, not a download. An entry
 /// whose URL names no image extension gets one from what the mount has cached of it (asked without a fetch), else
-/// from its probe (its `user.imgfs.content_type`); the list is then saved again with those names.
+/// from its probe (its `user.imgfs.content_type`); the list is then written again with those names.
 ///
 /// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
 /// and keeps the names of the URLs that stay.
@@ -22,10 +22,7 @@ struct ListAddCommand: ParsableCommand {
             URLs in the column named by --url-column (default url) and entry names in --name-column (default name, \
             if there is one); quoted fields, a byte-order mark and CRLF are understood. JSON Lines: one object a line \
             with the same keys. The format follows the file's name (.csv, .tsv, .jsonl, .ndjson, each also with .gz), \
-            else --format, else the first line. Rows without a valid URL are reported by line number and skipped. \
-            Every entry is then probed through the mount (an uncached image costs a request for its first 64 KiB, \
-            not a download: its size and type, which names an entry whose URL has no image extension), \
-            --concurrency at once with a progress line; --no-probe skips that.
+            else --format, else the first line. Rows without a valid URL are reported by line number and skipped.
             """
     )
 
@@ -52,67 +49,122 @@ struct ListAddCommand: ParsableCommand {
     @Option(help: "How many entries to probe at once.")
     var concurrency = 16
 
+    @Flag(
+        help: """
+            Warm the list: the mount loads every entry in the background, after what readers wait for, now and the \
+            first time the list is opened after each mount (for data loaders; up to half of the cache).
+            """)
+    var warm = false
+
     func run() throws {
         do { try ListStore.validate(name) } catch { throw ListCommand.usageError(error.description, command: "add") }
         let store = try ListCommand.store(of: mountPoint, command: "add")
-        let (lines, problems) = try readLines()
-        for problem in problems { FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8)) }
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        let unnamed = Array(Set(lines.map(\.url).filter { ImageExtension.fromPath(of: $0) == nil }))
-        let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
-        var extensions = probe.knownExtensions(for: unnamed)
-        let previous = store.list(name, recheck: true)
-        var list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
-        try store.save(list)
-        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
-        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
-        let needExtension = Set(unnamed.filter { extensions[$0] == nil })
-        if !noProbe {
-            // The folder stays open while its entries are stat'ed: the mount then probes each uncached image (its
-            // first 64 KiB) rather than download it. Opening it also makes the mount read a replaced list at once.
-            let folder = "\(mount)/lists/\(name)"
-            let listing = opendir(folder)
-            defer { if let listing { closedir(listing) } }
-            let paths = Dictionary(list.entries.map { ($0.urlText, "\(folder)/\($0.name)") }) { first, _ in first }
-            let found = probe.extensions(for: Array(Set(lines.map(\.url)))) { paths[$0.string] }
-            let named = found.filter { needExtension.contains($0.key) }
-            if !named.isEmpty {
-                extensions.merge(named) { known, _ in known }
-                list = ListNaming.list(name, lines: lines, extensions: extensions, previous: previous)
-                try store.save(list)
-            }
-        }
-        let skipped = problems.isEmpty ? "" : ", \(problems.count) invalid lines skipped"
-        print("list \(name): \(list.entries.count) entries\(skipped)")
-        if !problems.isEmpty { throw ExitCode.failure }
-    }
-
-    /// The list's valid lines and the rows it skips, from the file in its format (decompressed first when gzip).
-    private func readLines() throws -> (lines: [ListText.Line], problems: [ListText.Problem]) {
-        var bytes: [UInt8]
-        do { bytes = try URLList.readBytes(from: file) } catch {
-            throw ListCommand.usageError(error.description, command: "add")
-        }
-        if ContentDecoder.isGzip(bytes) {
-            guard let plain = ContentDecoder.gunzip(bytes) else {
-                throw ListCommand.usageError("\(file): a gzip stream that is corrupt or cut short", command: "add")
-            }
-            bytes = plain
-        }
-        let text = String(decoding: bytes, as: UTF8.self)
-        let chosen: ListFormat
+        // Pass one: every row checked and spooled; only URLs without an image extension stay in memory.
+        var chosen: ListFormat?
         if let format {
             guard let named = ListFormat(rawValue: format.lowercased()) else {
                 throw ListCommand.usageError("--format: text, csv, tsv or jsonl, not \(format)", command: "add")
             }
             chosen = named
-        } else {
-            chosen = ListFormat.named(by: file) ?? ListFormat.sniff(text, urlColumn: urlColumn)
         }
+        let spool: ListSpool
+        var problems = 0
+        var unnamed = Set<ImageURL>()
         do {
-            return try ListText.parse(text, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
-        } catch {
-            throw ListCommand.usageError("\(file): \(error.description)", command: "add")
+            spool = try ListSpool(directory: store.directory)
+            let rows = ListRows(source: file, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
+            try rows.read(
+                { line in
+                    let needsType = ImageExtension.fromPath(of: line.url) == nil
+                    if needsType { unnamed.insert(line.url) }
+                    try spool.append(
+                        .init(
+                            urlText: line.url.string, suffix: EntryNamer.suffix(url: line.url, given: line.givenName),
+                            given: line.givenName, needsType: needsType))
+                },
+                problem: { problem in
+                    problems += 1
+                    FileHandle.standardError.write(Data("imgfs list add: \(problem)\n".utf8))
+                })
+        } catch let error as ListRows.Unreadable {
+            throw ListCommand.usageError(error.description, command: "add")
+        } catch let error as ListSpool.Failure {
+            throw ListWriteError(name: name, reason: error.reason)
+        }
+        let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
+        var types = probe.knownExtensions(for: Array(unnamed)).reduce(into: [String: String]()) {
+            $0[$1.key.string] = $1.value
+        }
+        // The URLs whose type only a probe can tell (their names then get an extension).
+        let untyped = noProbe ? [] : Set(unnamed.lazy.map(\.string).filter { types[$0] == nil })
+        unnamed = []
+        // Pass two: the names, written as they are made.
+        let previous = store.list(name, recheck: true)
+        try write(spool, to: store, types: types, previous: previous, samePositions: false)
+        if !noProbe {
+            // The folder stays open while its entries are stat'ed: the mount then probes each uncached image (its
+            // first 64 KiB) rather than download it. Opening it also makes the mount read the new list at once.
+            let folder = "\(mount)/lists/\(name)"
+            let listing = opendir(folder)
+            defer { if let listing { closedir(listing) } }
+            // Read anew (a store's loaded list is told apart from a newer one by its file's modification time).
+            if let list = ListStore(directory: store.directory).list(name) {
+                let found = probe.probe(count: list.entries.count) { index in
+                    let entry = list.entries[index]
+                    return ("\(folder)/\(entry.name)", untyped.contains(entry.urlText) ? entry.urlText : nil)
+                }
+                if !found.isEmpty {
+                    types.merge(found) { known, _ in known }
+                    // Pass three: the list again, its untyped entries named with the types found; the list just
+                    // written holds every row at its spool position, and its facts stay with them.
+                    try write(spool, to: store, types: types, previous: previous, samePositions: true)
+                }
+            }
+        }
+        do { try ListWarmMark.set(warm, list: name, in: store) } catch {
+            throw ListCommand.usageError("cannot mark the list for warming: \(error)", command: "add")
+        }
+        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
+        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
+        let count = spool.count
+        let skipped = problems == 0 ? "" : ", \(problems) invalid lines skipped"
+        let warming = warm ? ", warming in the background" : ""
+        print("list \(name): \(count) entries\(skipped)\(warming)")
+        if problems > 0 { throw ExitCode.failure }
+    }
+
+    /// Writes the list from `spool`: a URL of `previous` (the list replaced) keeps its name there; a URL that names
+    /// no image type gets `types[urlText]` when known. `samePositions`: the list replaced holds the spool's rows at
+    /// the same positions (their facts follow them); otherwise facts follow the URLs kept from `previous`.
+    private func write(
+        _ spool: ListSpool, to store: ListStore, types: [String: String], previous: ImageList?, samePositions: Bool
+    ) throws {
+        let count = spool.count
+        var previous = previous.map(PreviousNames.init)
+        var taken: Set<String>? = previous == nil ? nil : []
+        try store.write(name) { writer in
+            var index = 0
+            try spool.forEach { row in
+                defer { index += 1 }
+                let kept = previous?.take(row.urlText)
+                var entryName: String
+                if let kept {
+                    entryName = kept.name
+                } else if row.needsType, let type = types[row.urlText], let url = try? ImageURL(row.urlText) {
+                    entryName = EntryNamer.name(
+                        index: index, count: count, url: url, given: row.given, knownExtension: type)
+                } else {
+                    entryName = EntryNamer.name(index: index, count: count, suffix: row.suffix)
+                }
+                // Fresh names differ by their index; only names kept from the old list can meet another.
+                if taken != nil {
+                    if taken!.contains(entryName) { entryName = ListNaming.unique(entryName, taken: taken!) }
+                    taken!.insert(entryName)
+                }
+                try writer.append(
+                    name: entryName, urlText: row.urlText, previous: samePositions ? index : kept?.position)
+            }
         }
     }
 }
@@ -145,7 +197,7 @@ enum ListNaming {
         return ImageList(name: name, entries: entries)
     }
 
-    private static func unique(_ name: String, taken: Set<String>) -> String {
+    static func unique(_ name: String, taken: Set<String>) -> String {
         let dot = name.lastIndex(of: ".")
         let stem = dot.map { String(name[..<$0]) } ?? name
         let tail = dot.map { String(name[$0...]) } ?? ""

@@ -21,9 +21,18 @@ struct ListCommand: ParsableCommand {
             cannot be reached, a body that is not an image) answers stat with "No such file or directory", so file \
             managers, gio list, ls -l and scripts go on with the other entries; `imgfs why URL` says why. A failure \
             is remembered for --negative-ttl (404, 410, unknown hosts) or --tune failure-memory (any other, 10s), \
-            then tried again; `imgfs purge` forgets every failure at once.
+            then tried again; `imgfs purge` forgets every failure at once. A list added with --warm loads all its \
+            entries in the background (after what readers wait for, up to half of the cache) when it is added and \
+            the first time it is opened after each mount: a data loader that reads it in a shuffled order then finds \
+            its images cached or on their way. Removing the list stops its warming.
+
+            A list learns each entry's size, format, width, height and EXIF orientation when the entry is looked up, \
+            listed with ls -l or opened, and keeps them beside the list: after a remount stat and ls -l of a known \
+            entry need no network. Entries carry them as user.imgfs.{size,format,width,height,orientation}; \
+            <mount>/lists/NAME/.index.jsonl has one JSON object a line per entry (for jq and pandas), and \
+            `imgfs list show NAME [--json]` prints the same.
             """,
-        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self]
+        subcommands: [ListAddCommand.self, ListRemoveCommand.self, ListShowCommand.self, ListEntriesCommand.self]
     )
 
     /// The list store of the imgfs mount at `mountPoint`, or exit status 2 with a one-line error.
@@ -58,6 +67,8 @@ struct ListRemoveCommand: ParsableCommand {
         let store = try ListCommand.store(of: mountPoint, command: "rm")
         do {
             guard try store.remove(name) else { throw ListCommand.usageError("no list called \(name)", command: "rm") }
+            // A running warm of the list notices within half a second and calls off its transfers.
+            try? ListWarmMark.set(false, list: name, in: store)
         } catch let error as ListStore.InvalidName {
             throw ListCommand.usageError(error.description, command: "rm")
         }

@@ -20,12 +20,31 @@ struct ListProbe {
         }
     }
 
-    /// Probes each of `urls` through its file (`path`; none: not probed) with a progress line on a terminal; returns
-    /// the extensions found.
-    func extensions(for urls: [ImageURL], path: @escaping @Sendable (ImageURL) -> String?) -> [ImageURL: String] {
+    /// Probes `count` files in turn, `concurrency` at once, with a progress line on a terminal: `file(index)` gives
+    /// the path of the index-th and, when its type is wanted, the key it is returned under. Memory stays flat
+    /// whatever `count`: only the types found are kept.
+    func probe(count: Int, file: @escaping @Sendable (Int) -> (path: String, typeKey: String?)) -> [String: String] {
+        guard count > 0 else { return [:] }
         let progress = TerminalProgress.standardError()
         defer { progress?.clear() }
-        return concurrently(urls, progress: progress) { url in path(url).flatMap(probe) }
+        let state = Locked<(next: Int, done: Int, found: [String: String])>((0, 0, [:]))
+        let start = Date()
+        DispatchQueue.concurrentPerform(iterations: min(concurrency, count)) { _ in
+            while let index = state.withLock({ state -> Int? in
+                defer { state.next += 1 }
+                return state.next < count ? state.next : nil
+            }) {
+                let (path, key) = file(index)
+                let type = probe(path, typeWanted: key != nil)
+                let done = state.withLock { state -> Int in
+                    if let key, let type { state.found[key] = type }
+                    state.done += 1
+                    return state.done
+                }
+                progress?.draw(ProgressLine(total: count, done: done, seconds: Date().timeIntervalSince(start)))
+            }
+        }
+        return state.withLock { $0.found }
     }
 
     /// `find` of each of `urls` (once per distinct URL), `concurrency` at once.
@@ -53,9 +72,10 @@ struct ListProbe {
         return found.withLock { $0.found }
     }
 
-    private func probe(_ file: String) -> String? {
+    /// Stats `file`; with `typeWanted`, returns the extension of its type.
+    private func probe(_ file: String, typeWanted: Bool) -> String? {
         var status = stat()
-        guard stat(file, &status) == 0 else { return nil }
+        guard stat(file, &status) == 0, typeWanted else { return nil }
         return MountControl.get("user.imgfs.content_type", on: file).flatMap(ImageExtension.forContentType)
     }
 }

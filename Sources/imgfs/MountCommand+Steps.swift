@@ -79,16 +79,19 @@ extension MountCommand {
             DiskSweeper.start(
                 disk, variants: variants, keepExpiredFor: try cache.keepExpired(), rules: rules, logger: logger)
         }
+        let listStore = ListStore(directory: cacheDirectory.appendingPathComponent("lists"), writesFacts: true)
         let lists = ListDirectories(
-            store: ListStore(directory: cacheDirectory.appendingPathComponent("lists")),
+            store: listStore,
             readAhead: ReadAhead(depth: tuning.readAhead, repository: repository),
-            hosts: HostDirectories(tiers: repository.tiers))
+            hosts: HostDirectories(tiers: repository.tiers),
+            warmer: try warmer(listStore, repository: repository, tuning: tuning, logger: logger))
         let filesystem = ImageFilesystem(
             repository: repository, registry: LongNameRegistry(), placeholder: try requests.placeholderImage(),
             logger: logger, variants: variants, lists: lists, reloadStatus: reloadStatus)
         return MountParts(
             repository: repository, memoryCache: memoryCache, variants: variants, filesystem: filesystem,
-            passthrough: passthrough, passthroughNeedsPrivilege: tuning.passthrough && !privileged)
+            passthrough: passthrough, passthroughNeedsPrivilege: tuning.passthrough && !privileged,
+            warmer: lists.warmer)
     }
 
     /// Bodies the kernel may read by itself live in shared-memory files, in large pages of a tmpfs of imgfs's own

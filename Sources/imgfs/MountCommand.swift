@@ -53,6 +53,11 @@ struct MountCommand: ParsableCommand {
         let parts = try makeFilesystem(
             fetcher: fetcher, rules: rules, cacheDirectory: cacheDirectory, tuning: tuning, reloadStatus: hangUp.status,
             logger: logger)
+        if tuning.desktopThumbnails {
+            parts.filesystem.feedDesktopCache(
+                DesktopCacheFeeder(
+                    mountPoint: mountPath, cache: .userCache(), variants: parts.variants, logger: logger))
+        }
         let purge = ManualPressure()
         let pressure = Self.watchMemoryPressure(parts, manual: purge, logger: logger)
         let mount: FuseMount
@@ -66,6 +71,7 @@ struct MountCommand: ParsableCommand {
         try Self.answerSignals(hangUp: hangUp, purge: purge, mount: mount, logger: logger)
         announce(mountPath, cacheDirectory: cacheDirectory, parts: parts, logger: logger)
         mount.serve {
+            parts.warmer?.stop()
             pressure.stop()
             fetcher.shutdown()
             parts.repository.flushDiskWrites()

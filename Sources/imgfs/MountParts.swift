@@ -15,4 +15,6 @@ struct MountParts {
     let passthrough: PassthroughAvailability
     /// Whether passthrough was wanted (`--tune passthrough=on`) but this process may not use it (no CAP_SYS_ADMIN).
     let passthroughNeedsPrivilege: Bool
+    /// What warms the lists marked for it (stopped at unmount).
+    var warmer: ListWarmer?
 }

@@ -73,6 +73,10 @@ extension Tuning {
                 tuning.thumbCrop = crop
                 return true
             },
+            .toggle(
+                "desktop-thumbnails", \.desktopThumbnails, default: "off",
+                "on: each list entry opened gets its normal/ and large/ thumbnails in the daemon user's "
+                    + "$XDG_CACHE_HOME/thumbnails (as imgfs thumbnails --desktop writes them)."),
             .size(
                 "shared-max-size", \.sharedMaxSize, default: "64M",
                 "The largest body stored in the shared tier; larger ones are fetched by each mount."),

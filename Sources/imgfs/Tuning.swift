@@ -31,6 +31,7 @@ struct Tuning: Equatable {
     var failureMemory: TimeInterval = 10
     var maxPixels = 100_000_000
     var thumbWorkers = ProcessInfo.processInfo.activeProcessorCount
+    var desktopThumbnails = false
     var thumbCrop = VariantCrop.centre
     var sharedMaxSize = 64 << 20
     var sharedTimeout: TimeInterval = 0.05

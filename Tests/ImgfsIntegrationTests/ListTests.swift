@@ -160,7 +160,7 @@ struct ListReadAheadTests {
         let fixture = try ListFixture(delay: 0.02, mountArguments: ["--tune", "read-ahead=\(readAhead)"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
-        #expect(try fixture.add("viewer", urls.joined(separator: "\n")).status == 0)
+        #expect(try fixture.add("viewer", urls.joined(separator: "\n"), extra: ["--no-probe"]).status == 0)
         let names = try fixture.ls("lists/viewer")
         #expect(names.count == 500 && fixture.origin.totalRequests == 0, "adding and listing fetched nothing")
         let steps = step(fixture, list: "viewer", names: names, 1...30, viewing: 0.03)
@@ -194,7 +194,7 @@ struct ListReadAheadTests {
         let fixture = try ListFixture(delay: 0.3, mountArguments: ["--tune", "max-transfers-per-host=1"])
         defer { fixture.stop() }
         let urls = (1...500).map(fixture.url)
-        #expect(try fixture.add("jump", urls.joined(separator: "\n")).status == 0)
+        #expect(try fixture.add("jump", urls.joined(separator: "\n"), extra: ["--no-probe"]).status == 0)
         let names = try fixture.ls("lists/jump")
         _ = Self.step(fixture, list: "jump", names: names, 1...1)
         _ = Self.step(fixture, list: "jump", names: names, 300...300)

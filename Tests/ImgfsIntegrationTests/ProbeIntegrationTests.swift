@@ -185,6 +185,47 @@ struct ProbeIntegrationTests {
         }
     }
 
+    @Test("list add's probes teach the list each large image's format and dimensions, for no more than the probe")
+    func listAddProbesTeachFacts() throws {
+        let image = try Self.largeImage()
+        let names = (0..<3).map { "\($0).jpg" }
+        let images = RangedImages(Dictionary(uniqueKeysWithValues: names.map { ($0, image) }))
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            // What Pillow reads of the same bytes on a local disk.
+            let local = "\(mount.root)/local.jpg"
+            #expect(FileManager.default.createFile(atPath: local, contents: Data(image)))
+            let pillow = try ChildProcess.run(
+                "/usr/bin/python3",
+                ["-c", "import sys; from PIL import Image; print(*Image.open(sys.argv[1]).size)", local])
+            let size = pillow.output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+            try #require(size.count == 2, "\(pillow.output)")
+            let file = "\(mount.root)/facts.txt"
+            let text = names.map { "\(origin.baseURL)/p/\($0)" }.joined(separator: "\n") + "\n"
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            let added = try ChildProcess.run(MountedImgfs.binary, ["list", "add", mount.mountPoint, "facts", file])
+            #expect(added.status == 0, "\(added.output)")
+            // The facts are recorded off the FUSE threads from the probes' first bytes (no transfer goes further).
+            let index = "\(mount.mountPoint)/lists/facts/.index.jsonl"
+            func rows() -> [[String: Any]] {
+                ((try? String(contentsOfFile: index, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }
+            }
+            Poll.until(timeout: 10) { rows().count == 3 && rows().allSatisfy { $0["width"] as? Int == size[0] } }
+            let known = rows()
+            #expect(known.count == 3)
+            for row in known {
+                #expect(row["format"] as? String == "jpeg" && row["size"] as? Int == image.count, "\(row)")
+                #expect(row["width"] as? Int == size[0] && row["height"] as? Int == size[1], "\(row)")
+            }
+            for name in names {
+                #expect(origin.requestCount("/p/\(name)") == 1, "one probe per entry")
+                #expect(Self.sent(origin, "/p/\(name)") <= Self.probe, "\(name): a probe, not a download")
+            }
+        }
+    }
+
     @Test("a cold read (lookup, then open) makes one whole GET, under img/ and of a list entry")
     func coldRead() throws {
         let image = try Self.largeImage()

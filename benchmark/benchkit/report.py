@@ -10,6 +10,7 @@ import subprocess
 from .settings import DEDUP_READERS, LARGE_READERS, SMALL_READERS, THROTTLE_RATE
 from .limits import DOWNLOAD_THEN_READ, LIMIT
 from .lists import LIST_WORKLOADS
+from .loader import LOADER_WORKLOADS
 from .processes import run_out
 from .compare import before_after_rows, before_after_table
 from .targets import fmt, target_table
@@ -64,7 +65,7 @@ WORKLOADS = [
     ("restart", "restart with N cached entries (ext4, after drop_caches): first read served", "s", "lower", ""),
     ("restart-tmpfs", "restart with N cached entries (tmpfs): first read served", "s", "lower", ""),
 ]
-WORKLOADS += LIST_WORKLOADS
+WORKLOADS += LIST_WORKLOADS + LOADER_WORKLOADS
 
 
 def summarize(values):
@@ -165,7 +166,7 @@ def report(bench):
         if errors:
             sections += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
     targets = target_table([(name, results) for name, _, results, _, _ in variants], bench.restart_entries,
-                           measured_only=bench.args.lists)
+                           measured_only=bench.args.lists or bench.args.loader)
     return "\n".join(sections).rstrip(), targets
 
 

@@ -6,6 +6,7 @@ from .settings import MEMORY_BUDGET_MIB
 from .floor import FLOOR
 from .limits import DOWNLOAD_THEN_READ, LIMIT
 from .lists import list_targets
+from .loader import loader_targets
 
 HTTPS = "https-h2"
 
@@ -291,5 +292,8 @@ def target_table(variants, restart_entries, measured_only=False):
                      + f" | {verdict} |")
     # The list rows (`bench --lists`, loopback only).
     for what, goal, value, verdict in list_targets(lambda system, key: med(base, system, key), fmt):
+        lines.append(f"| {what} | {goal} | " + " | ".join([value] + ["–"] * (len(names) - 1)) + f" | {verdict} |")
+    # The data-loader rows (`bench --loader`, loopback only).
+    for what, goal, value, verdict in loader_targets(lambda system, key: med(base, system, key), fmt):
         lines.append(f"| {what} | {goal} | " + " | ".join([value] + ["–"] * (len(names) - 1)) + f" | {verdict} |")
     return "\n".join(lines)

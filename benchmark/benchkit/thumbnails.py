@@ -16,6 +16,10 @@
   OUT.jpg` does) in one process, one file after the other (libvips's own threads), through ctypes: no process start.
   Each repetition evicts the views first (rm fmt/jpeg/*).
 - the imgfs daemon's peak RSS (VmHWM).
+- desktop thumbnails: `imgfs thumbnails --desktop` of a list of the large images (originals cached; the list's
+  `.sh_thumbnails/{normal,large}/` evicted first and a fresh thumbnail cache each repetition, so every PNG is made
+  again), against vipsthumbnail writing the same PNGs (128 and 256 px, one process per size) from tmpfs: entries per
+  second. Only the build under test (a --before build may not have the command).
 Ratios are paired: the median (min–max) of each repetition's own ratio.
 """
 import io
@@ -86,6 +90,46 @@ def vipsthumbnail(paths, out_dir):
     return time.monotonic() - start
 
 
+def desktop_thumbnails(mount, binary, rels, xdg):
+    """`imgfs thumbnails --desktop` of the list `desktop` of `rels` (made at the first call), its shared repository's
+    normal/ and large/ thumbnails evicted first, into the fresh thumbnail cache `xdg`; returns seconds."""
+    name = "desktop"
+    listing = os.path.join(mount.mountpoint, "lists", name)
+    if not os.path.isdir(listing):
+        path = f"{xdg}.list"
+        with open(path, "w") as f:
+            f.write("".join(f"{mount.origin_url}/{rel}\n" for rel in rels))
+        subprocess.run([binary, "list", "add", "--no-probe", mount.mountpoint, name, path], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for size in ("normal", "large"):
+        folder = os.path.join(listing, ".sh_thumbnails", size)
+        for entry in os.listdir(folder):
+            try:
+                os.unlink(os.path.join(folder, entry))
+            except FileNotFoundError:
+                pass
+    start = time.monotonic()
+    subprocess.run([binary, "thumbnails", "--desktop", mount.mountpoint, name], check=True,
+                   env=dict(os.environ, XDG_CACHE_HOME=xdg), stdout=subprocess.DEVNULL)
+    seconds = time.monotonic() - start
+    made = sum(len(os.listdir(os.path.join(xdg, "thumbnails", size))) for size in ("normal", "large"))
+    if made != 2 * len(rels):
+        raise BenchFailure(f"imgfs thumbnails --desktop wrote {made} of {2 * len(rels)} thumbnails")
+    return seconds
+
+
+def vipsthumbnail_pngs(paths, out_dir):
+    """vipsthumbnail writing the desktop PNGs, normal (128 px) and large (256 px), one process per size; returns
+    seconds."""
+    start = time.monotonic()
+    for px in (128, 256):
+        out = os.path.join(out_dir, str(px))
+        os.makedirs(out)
+        subprocess.run(["vipsthumbnail", "--size", f"{px}x{px}>", "-o", os.path.join(out, "%s.png")] + paths,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
 def vips_copy_jpeg(paths, out_dir):
     """libvips in this process: each file loaded (sequential access) and saved as JPEG of quality QUALITY, metadata
     stripped, one after the other; returns seconds."""
@@ -127,7 +171,8 @@ def run_thumbnails(bench, systems):
     rels = bench.large
     sources = [os.path.join(bench.corpus, r) for r in rels]
     threads = os.cpu_count() or 1
-    values = {key: [] for key in ("vips", "pillow", "tmpfs-warm", "floor-warm", "icons-tmpfs", "vips-copy")}
+    values = {key: [] for key in ("vips", "pillow", "tmpfs-warm", "floor-warm", "icons-tmpfs", "vips-copy",
+                                  "desktop", "vips-png")}
     icon_rels = bench.small[:len(rels)]
     icons_tmpfs = [os.path.join(bench.corpus, r) for r in icon_rels]
     mounts, thumbs, icons, views = {}, {}, {}, {}
@@ -171,6 +216,14 @@ def run_thumbnails(bench, systems):
             made = [os.path.join(out, entry) for entry in sorted(os.listdir(out))]
             if len(made) != len(sources):
                 raise BenchFailure(f"vipsthumbnail wrote {len(made)} of {len(sources)} files")
+            desktop_name = systems[0].name
+            xdg = os.path.join(bench.scratch, f"desktop-{rep}")
+            values["desktop"].append(
+                len(rels) / desktop_thumbnails(mounts[desktop_name], systems[0].binary, rels, xdg))
+            png_out = os.path.join(bench.scratch, f"vips-png-{rep}")
+            os.makedirs(png_out)
+            values["vips-png"].append(len(sources) / vipsthumbnail_pngs(sources, png_out))
+            shutil.rmtree(png_out)
             copies = os.path.join(bench.scratch, f"vips-copy-{rep}")
             os.makedirs(copies)
             values["vips-copy"].append(len(sources) / vips_copy_jpeg(sources, copies))
@@ -209,6 +262,8 @@ def run_thumbnails(bench, systems):
             for value in values.get(row, []):
                 results.add(name, key, value)
         results.add(name, "thumb-rss", peaks[name])
+    for value in values["desktop"]:
+        results.add(systems[0].name, "thumb-desktop", value)
     return table(bench, values, peaks, len(rels), threads, list(mounts)), results
 
 
@@ -219,6 +274,7 @@ THUMBNAIL_WORKLOADS = [
     ("thumb-icons-warm", "the same reread of as many cached icons through img/", "files/s", "higher"),
     ("fmt-jpeg", "fmt/jpeg/ of the large images through the mount, originals cached", "files/s", "higher"),
     ("thumb-rss", "daemon peak RSS (VmHWM)", "MiB", "lower"),
+    ("thumb-desktop", "imgfs thumbnails --desktop (normal + large PNGs), originals cached", "entries/s", "higher"),
 ]
 
 
@@ -258,6 +314,10 @@ def table(bench, values, peaks, count, threads, names):
         "| row | per second | ratio | target |",
         "|---|---|---|---|",
         *(row for name in names for row in rows_of(name)),
+        f"| {names[0]} desktop thumbnails: imgfs thumbnails --desktop of the {count} large images (normal/ and "
+        f"large/ PNGs), originals cached | {cell('desktop')} | {ratio('desktop', 'vips-png')} vipsthumbnail | ≥ 1.5× |",
+        f"| vipsthumbnail writing the same PNGs (128 and 256 px, one process per size) on tmpfs | {cell('vips-png')} "
+        f"| 1.00× | |",
         f"| vipsthumbnail, one process over all files on tmpfs | {cell('vips')} | 1.00× | |",
         f"| Pillow draft() + thumbnail() from tmpfs, {threads} threads | {cell('pillow')} "
         f"| {ratio('pillow', 'vips')} vipsthumbnail | |",

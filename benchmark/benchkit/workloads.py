@@ -20,6 +20,7 @@ from .reader import (
     Buffers, DiskLag, ReadErrors, ReadTimeout, join_stragglers, read_all, read_first_bytes, time_ls, time_stat,
     wait_for_disk_entries)
 from .lists import run_lists
+from .loader import Loader
 from .variants import Variants
 from .systems import Httpdirfs, Imgfs, Imgfs6, Rclone
 from .before import grouped, twin
@@ -526,9 +527,13 @@ class Bench(Limits):
         self.foreign = []  # CPU seconds other user-space processes used during each repetition
         self.variants = None
         self.setup()
-        if self.args.lists:
+        if self.args.lists or self.args.loader:
+            loader = Loader(self) if self.args.loader else None
             for rep in range(self.reps):
-                run_lists(self, rep)
+                if self.args.lists:
+                    run_lists(self, rep)
+                if loader:
+                    loader.run(rep)
             self.restart_entries = 0
             self.finished = time.time()
             return

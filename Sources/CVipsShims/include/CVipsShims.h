@@ -95,4 +95,6 @@ int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decod
 /// Frees a result's `data`.
 void imgfs_vips_free(void *data);
 
+#include "CVipsDesktop.h"
+
 #endif

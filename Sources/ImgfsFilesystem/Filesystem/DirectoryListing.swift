@@ -9,11 +9,14 @@ enum DirectoryListing {
     case entries([DirectoryEntry])
     /// `img/`: `.` and `..`, then one image per cache key.
     case images(leading: [DirectoryEntry], keys: [String])
+    /// A list's directory: `.` and `..`, then its entries, named from the list as each page is read.
+    case list(leading: [DirectoryEntry], list: ImageList)
 
     var count: Int {
         switch self {
         case .entries(let entries): entries.count
         case .images(let leading, let keys): leading.count + keys.count
+        case .list(let leading, let list): leading.count + list.entries.count
         }
     }
 }

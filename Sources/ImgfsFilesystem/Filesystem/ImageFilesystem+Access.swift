@@ -32,8 +32,9 @@ extension ImageFilesystem {
     static func listingIsPrivate(_ node: Node) -> Bool {
         switch node {
         case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
+        case .desktop(let desktop): !desktop.isFile
         case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.formatRoot),
-            .thumbnail(.image):
+            .thumbnail(.image), .listIndex:
             false
         }
     }
@@ -46,8 +47,9 @@ extension ImageFilesystem {
         switch node {
         case .images, .thumbnail(.size): 0o711
         case .lists, .list, .hosts, .host: 0o511
+        case .desktop(let desktop): desktop.isFile ? 0o444 : 0o511
         case .control: 0o755
-        case .generated: 0o400
+        case .generated, .listIndex: 0o400
         case .image, .thumbnail(.image): 0o444
         case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root), .thumbnail(.formatRoot): 0o555
         }

@@ -20,13 +20,14 @@ extension ImageFilesystem {
         var attributes: [(String, String?)] = [
             ("url", url.string),
             ("content_type", report.metadata?.contentType),
-            ("size", report.metadata.map { String($0.size) }),
+            ("size", (report.metadata?.size ?? lists?.facts(of: url)?.size).map(String.init)),
             ("source", report.source?.rawValue),
             ("fetched_at", report.metadata.map { iso.string(from: $0.fetchedAt) }),
             ("expires_at", report.expiresAt.map { iso.string(from: $0) }),
             ("etag", report.metadata?.etag),
             ("error", report.error.map { "\($0) from \(url.withoutFragment)" })
         ]
+        attributes += headerAttributes(url)
         attributes = attributes.filter { $0.1 != nil }
         return .success(attributes.map { (Self.attributePrefix + $0.0, $0.1!) })
     }

@@ -37,7 +37,10 @@ extension ImageFilesystem {
             listing = thumbnails
         case .lists, .list, .hosts, .host:
             listing = listingInLists(node, leading: leading)
-        case .image, .generated:
+        case .desktop(let desktop):
+            guard let desktop = desktopListing(desktop, leading: leading) else { return .failure(.notADirectory) }
+            listing = desktop
+        case .image, .generated, .listIndex:
             return .failure(.notADirectory)
         }
         let handle = listings.withLock { listings in
@@ -71,6 +74,16 @@ extension ImageFilesystem {
                     (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
             }
             return page
+        case .list(let leading, let list):
+            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            let first = max(0, offset - leading.count)
+            for index in first..<min(list.entries.count, first + limit - page.count) {
+                // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
+                let name = list.name(at: index)
+                page.append(
+                    (DirectoryEntry(name: name, inode: Self.nameInode(name), kind: .file), leading.count + index + 1))
+            }
+            return page
         }
     }
 
@@ -102,6 +115,7 @@ extension ImageFilesystem {
             let placeholdersServed: Int
             let repository: RepositoryStatistics
             let lists: [ReadAhead.Named]?
+            let warming: [ListWarmer.Named]?
             let hosts: [HostDirectories.Named]?
             let variants: VariantCounters?
             let reload: ReloadStatus.Snapshot?
@@ -110,7 +124,7 @@ extension ImageFilesystem {
             pid: ProcessInfo.processInfo.processIdentifier,
             uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
             placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
-            lists: lists?.readAhead.counters(), hosts: lists?.hosts.statistics(),
+            lists: lists?.readAhead.counters(), warming: lists?.warmer?.counters(), hosts: lists?.hosts.statistics(),
             variants: variants?.statistics(), reload: reloadStatus?.snapshot())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -58,7 +58,7 @@ extension ImageFilesystem {
     /// or a host directory, a failed image is a name that does not exist (``FilesystemError/asListedEntry``).
     func browseReply(in directory: Node, _ reply: @escaping EntryReply) -> EntryReply {
         switch directory {
-        case .lists, .list, .hosts, .host:
+        case .lists, .list, .hosts, .host, .desktop:
             let listed = directory != .lists && directory != .hosts
             return { result in
                 reply(
@@ -84,14 +84,19 @@ extension ImageFilesystem {
         let text = String(decoding: name, as: UTF8.self)
         switch directory {
         case .lists:
-            return lists.store.list(text, recheck: true) == nil ? .failure(.notFound) : .success(.list(text))
+            guard lists.store.list(text, recheck: true) != nil else { return .failure(.notFound) }
+            lists.warmer?.listLookedUp(text)
+            return .success(.list(text))
         case .list(let list):
+            if text == ListIndex.fileName { return .success(.listIndex(list)) }
+            if let node = repositoryNode(name, in: .list(list)) { return .success(node) }
             return lists.entry(text, inList: list, rules: repository.rules.current).map { .success(.image($0)) }
                 ?? .failure(.notFound)
         case .hosts:
             return lists.hosts.hosts()[text] == nil && lists.hosts.hosts(rebuild: true)[text] == nil
                 ? .failure(.notFound) : .success(.host(text))
         case .host(let host):
+            if let node = repositoryNode(name, in: .host(host)) { return .success(node) }
             let url = lists.hosts.hosts()[host]?[text] ?? lists.hosts.hosts(rebuild: true)[host]?[text]
             return url.map { .success(.image($0)) } ?? .failure(.notFound)
         default:
@@ -111,13 +116,9 @@ extension ImageFilesystem {
                         return DirectoryEntry(name: name, inode: inode, kind: .directory)
                     })
         case .list(let name):
-            // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
-            let entries = lists.store.list(name, recheck: true)?.entries ?? []
-            return .entries(
-                leading
-                    + entries.map { entry in
-                        DirectoryEntry(name: entry.name, inode: Self.nameInode(entry.name), kind: .file)
-                    })
+            // A snapshot of the list, named a page at a time as it is read.
+            guard let list = lists.store.list(name, recheck: true) else { return .entries(leading) }
+            return .list(leading: leading, list: list)
         case .hosts:
             return .entries(
                 leading

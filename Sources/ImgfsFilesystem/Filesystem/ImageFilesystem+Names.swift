@@ -37,7 +37,9 @@ extension ImageFilesystem {
                 return resolveThumbnail(name, in: node)
             case .lists, .list, .hosts, .host:
                 return resolveInLists(name, in: directory)
-            case .image, .generated:
+            case .desktop(let node):
+                return resolveDesktop(name, in: node)
+            case .image, .generated, .listIndex:
                 return .failure(.notADirectory)
             }
         } catch {

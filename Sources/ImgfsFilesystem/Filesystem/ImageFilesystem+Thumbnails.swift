@@ -39,6 +39,7 @@ extension ImageFilesystem {
             return .success(.thumbnail(.size(VariantKind(.whole, format: format))))
         case .size(let directory):
             guard name != Array(ImagePath.chunkDirectory.utf8) else { return .failure(.notFound) }
+            if let node = readableRootNode(name, kind: directory) { return .success(node) }
             return resolve(name, in: .images).flatMap { node in
                 guard case .image(let url) = node, let kind = VariantKind.named(url, in: directory) else {
                     return .failure(.notFound)

@@ -92,6 +92,10 @@ public final class ImageFilesystem: Sendable {
     let placeholder: Placeholder?
     /// What SIGHUP reloads and what the last reload did (stats.json's `reload`); nil: not shown.
     let reloadStatus: ReloadStatus?
+    /// The entries of lists by the MD5 of their names (`.sh_thumbnails/<size>/<md5>.png`).
+    let desktopNames = DesktopNameIndex()
+    /// What writes opened list entries' thumbnails into the user's cache (`--tune desktop-thumbnails=on`).
+    let desktopFeeder = Locked<DesktopCacheFeeder?>(nil)
 
     /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
     /// reload status are served when given.
@@ -140,6 +144,9 @@ public final class ImageFilesystem: Sendable {
         case .failure(let error):
             reply(.failure(error))
         case .success(.image(let url)):
+            let inList: Bool
+            if case .list = directory { inList = true } else { inList = false }
+            if inList, let known = entryFromFacts(url) { return reply(.success(known)) }
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             // In a folder of lists/ or hosts/ being listed now, names are looked up by `ls -l`, file managers,
             // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer): one whole GET, as the
@@ -150,6 +157,7 @@ public final class ImageFilesystem: Sendable {
             } else {
                 reply(lookupImage(url, start: start, glance: glance))
             }
+            if inList { learn(url) }
         case .success(.generated(let file)):
             reply(
                 .success(
@@ -158,6 +166,10 @@ public final class ImageFilesystem: Sendable {
                         entryTimeout: configuration.entryTimeout, attributeTimeout: 0)))
         case .success(.thumbnail(.image(let size, let url))):
             reply(lookupVariant(size, url))
+        case .success(.desktop(let node)):
+            reply(lookupDesktop(node))
+        case .success(.listIndex(let list)):
+            reply(.success(listIndexEntry(inodes.lookUp(.listIndex(list)), list: list)))
         case .success(let node):
             reply(.success(directoryEntry(inodes.lookUp(node))))
         }
@@ -174,6 +186,7 @@ public final class ImageFilesystem: Sendable {
         guard let directory = inodes.node(parent) else { return .failure(.stale) }
         guard isTrusted(caller) else { return .failure(.accessDenied) }
         if case .thumbnail(let thumbnails) = directory { return unlinkVariant(name, in: thumbnails) }
+        if case .desktop(let desktop) = directory { return unlinkDesktop(name, in: desktop) }
         guard directory == .images else { return .failure(.readOnly) }
         switch resolve(name, in: directory) {
         case .success(.image(let url)):
@@ -192,9 +205,11 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
+            if let known = entryFromFacts(url) { return reply(.success(known)) }
             // With no transfer under way, a stat costs a probe; an open's transfer, if there is one, answers it.
             repository.metadata(url, refresh: false, interest: interest, start: .probe) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))
+                learn(url)
             }
         case .generated(let file):
             reply(
@@ -204,6 +219,10 @@ public final class ImageFilesystem: Sendable {
                         attributeTimeout: 0)))
         case .thumbnail(.image(let size, let url)):
             variantAttributes(inode, size, url, reply: reply)
+        case .desktop(let node):
+            desktopAttributes(inode, node, reply: reply)
+        case .listIndex(let list):
+            reply(.success(listIndexEntry(inode, list: list)))
         default:
             reply(.success(directoryEntry(inode)))
         }
@@ -217,6 +236,7 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         if forWriting { return reply(.failure(.readOnly)) }
         if case .generated = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
+        if case .listIndex = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
             let glance: @Sendable (CacheGlance) -> Void = { [lists] in
@@ -225,7 +245,9 @@ public final class ImageFilesystem: Sendable {
             repository.opening(url, interest: interest, fileAbove: Self.preloadLimit, glance: glance) { [self] result in
                 switch result {
                 case .success(let (found, body)):
+                    learn(url)
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
+                    desktopEntryOpened(url)
                     let size = found.metadata.size
                     reply(
                         .success(
@@ -247,6 +269,11 @@ public final class ImageFilesystem: Sendable {
                         handle: handles.open(.bytes(ImageBytes(copying: content(of: file)))).handle, directIO: true)))
         case .thumbnail(.image(let size, let url)):
             openVariant(size, url, reply: reply)
+        case .desktop(let node):
+            openDesktop(node, reply: reply)
+        case .listIndex(let list):
+            let bytes = ImageBytes(copying: listIndexContent(list))
+            reply(.success(OpenFile(handle: handles.open(.bytes(bytes)).handle, directIO: true)))
         default:
             reply(.failure(.isADirectory))
         }
@@ -261,9 +288,9 @@ public final class ImageFilesystem: Sendable {
         switch (node, handles[handle]) {
         case (.image, .image(let image)?):
             image.read(offset: offset, count: count, interest: interest) { reply($0.mapError(\.filesystemError)) }
-        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?):
+        case (.image, .bytes(let bytes)?), (.generated, .bytes(let bytes)?), (.listIndex, .bytes(let bytes)?):
             reply(.success(ImageSlice(bytes, size: bytes.count, offset: offset, count: count)))
-        case (.generated, _):
+        case (.generated, _), (.listIndex, _):
             reply(.failure(.stale))
         case (.image(let url), _):
             repository.read(url, offset: offset, count: count, interest: interest) { result in
@@ -271,6 +298,8 @@ public final class ImageFilesystem: Sendable {
             }
         case (.thumbnail(.image(let size, let url)), _):
             readVariant(size, url, offset: offset, count: count, reply: reply)
+        case (.desktop(let node), _):
+            readDesktop(node, offset: offset, count: count, reply: reply)
         default:
             reply(.failure(.isADirectory))
         }
@@ -364,7 +393,7 @@ public final class ImageFilesystem: Sendable {
     func imageEntry(_ inode: UInt64, _ metadata: ImageMetadata) -> Entry {
         let attributes = Attributes(
             inode: inode, kind: .file, size: metadata.size, permissions: 0o444,
-            modified: metadata.lastModified ?? metadata.fetchedAt, linkCount: 1)
+            modified: metadata.modificationTime, linkCount: 1)
         return Entry(
             attributes: attributes, entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
@@ -387,6 +416,7 @@ public final class ImageFilesystem: Sendable {
 
     private func contentChanged(_ url: ImageURL) {
         variantsOriginalChanged(url)
+        desktopOriginalChanged(url)
         guard let inode = inodes.existingInode(.image(url)) else { return }
         preloads.contentChanged(inode)
         guard let handler = invalidation.withLock({ $0 }) else { return }

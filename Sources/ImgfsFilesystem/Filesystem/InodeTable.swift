@@ -26,6 +26,10 @@ public enum Node: Hashable, Sendable {
     case hosts
     /// The cached images of one host.
     case host(String)
+    /// A shared thumbnail repository (`.sh_thumbnails/`) or a folder of thumbnails by readable names, or a file in it.
+    case desktop(DesktopNode)
+    /// A list's `.index.jsonl` (``ListIndex``), generated when it is opened.
+    case listIndex(String)
 }
 
 /// Numbers inodes and counts the kernel's references to them (FUSE lookup counts).
@@ -87,7 +91,7 @@ public final class InodeTable: Sendable {
         case .lists: return Self.listsInode
         case .hosts: return Self.hostsInode
         case .generated(let file): return file.inode
-        case .chunkPrefix, .image, .thumbnail, .list, .host:
+        case .chunkPrefix, .image, .thumbnail, .list, .host, .desktop, .listIndex:
             return state.withLock { state in
                 if let inode = state.numbers[node] {
                     state.slots[inode]?.lookups += 1
@@ -112,7 +116,7 @@ public final class InodeTable: Sendable {
         case .lists: Self.listsInode
         case .hosts: Self.hostsInode
         case .generated(let file): file.inode
-        case .chunkPrefix, .image, .thumbnail, .list, .host: state.withLock { $0.numbers[node] }
+        case .chunkPrefix, .image, .thumbnail, .list, .host, .desktop, .listIndex: state.withLock { $0.numbers[node] }
         }
     }
 

@@ -27,13 +27,41 @@ public enum EntryNamer {
         return fileExtension.map { "\(base).\($0)" } ?? base
     }
 
+    /// What follows the index in the name of `url` (`-stem.ext`, or nothing): ``name(index:count:suffix:)`` puts an
+    /// index before it, so a long list is named in one pass over its URLs and a second over these suffixes.
+    public static func suffix(url: ImageURL, given: String? = nil, knownExtension: String? = nil) -> String {
+        String(name(index: 0, count: 1, url: url, given: given, knownExtension: knownExtension).dropFirst(5))
+    }
+
+    /// The name of entry `index` (0-based) of a list of `count` entries, whose ``suffix(url:given:knownExtension:)``
+    /// is `suffix`.
+    public static func name(index: Int, count: Int, suffix: String) -> String {
+        let width = max(5, String(count).count)
+        let number = String(index + 1)
+        return String(repeating: "0", count: max(0, width - number.count)) + number + suffix
+    }
+
     /// The URL's last path segment, percent-decoded when that gives UTF-8 ("" for a bare host).
     static func lastSegment(of url: ImageURL) -> String {
-        var path = Substring(url.resourceKey)
-        if let query = path.firstIndex(of: "?") { path = path[..<query] }
-        guard let scheme = path.range(of: "://") else { return "" }
-        let afterHost = path[scheme.upperBound...].drop { $0 != "/" }
-        let segment = afterHost.split(separator: "/").last.map(String.init) ?? ""
+        // On the UTF-8 bytes: a URL is ASCII up to its host, and `?`, `/` and `:` are never inside a multi-byte
+        // character, so every cut below is on a character boundary.
+        let path = url.resourceKey.utf8
+        let end = path.firstIndex(of: UInt8(ascii: "?")) ?? path.endIndex
+        var schemeEnd: String.Index?
+        var index = path.startIndex
+        while index < end {
+            if path[index] == UInt8(ascii: ":"), path[path.index(after: index)...].starts(with: "//".utf8) {
+                schemeEnd = path.index(index, offsetBy: 3)
+                break
+            }
+            index = path.index(after: index)
+        }
+        guard let schemeEnd, schemeEnd <= end else { return "" }
+        guard let slash = path[schemeEnd..<end].firstIndex(of: UInt8(ascii: "/")) else { return "" }
+        let segments = path[slash..<end].split(separator: UInt8(ascii: "/"))
+        guard let last = segments.last else { return "" }
+        let segment = String(Substring(last))
+        guard last.contains(UInt8(ascii: "%")) else { return segment }
         return segment.removingPercentEncoding ?? segment
     }
 
@@ -41,10 +69,8 @@ public enum EntryNamer {
     static func splitExtension(_ text: String) -> (String, String?) {
         guard let dot = text.lastIndex(of: "."), dot != text.startIndex else { return (text, nil) }
         let candidate = text[text.index(after: dot)...].lowercased()
-        guard let url = try? ImageURL("http://x/a.\(candidate)"), let known = ImageExtension.fromPath(of: url) else {
-            return (text, nil)
-        }
-        return (String(text[..<dot]), known)
+        guard ImageExtension.isKnown(candidate) else { return (text, nil) }
+        return (String(text[..<dot]), candidate)
     }
 
     /// Letters, digits, `-`, `_` and `.` kept; every other run becomes one `-`; no leading or trailing `-`/`.`;

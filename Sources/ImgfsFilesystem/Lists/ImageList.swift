@@ -1,9 +1,13 @@
 import ImgfsModel
+import ImgfsStore
 
 /// One URL list as a directory: its entries in list order, each with its file name.
 ///
 /// Guarantees: names are unique within the list; looking a name up costs one hash lookup; reading a stored list
-/// parses no URL (a list of 100,000 entries lists at once): each entry's URL is parsed when it is used.
+/// parses no URL (each entry's URL is parsed when it is used) and keeps no string per entry: the list's file is mapped
+/// and an entry is read from it when it is asked for, so a loaded list costs about 10 bytes of memory per entry
+/// beside its file's pages (which the system may drop while the list is not read). Lines past the first 4 GiB of a
+/// list's file are not read.
 public struct ImageList: Sendable {
     /// One file of the directory.
     public struct Entry: Sendable, Equatable {
@@ -28,21 +32,43 @@ public struct ImageList: Sendable {
         public func url(keying: (any CacheKeying)?) -> ImageURL? { try? ImageURL(urlText, keying: keying) }
     }
 
+    /// The entries of a list, read from its stored lines when they are asked for.
+    public struct Entries: RandomAccessCollection, Equatable, ExpressibleByArrayLiteral, Sendable {
+        let storage: ListStorage
+
+        /// The first position, 0.
+        public var startIndex: Int { 0 }
+        /// The number of entries.
+        public var endIndex: Int { storage.count }
+
+        /// The entry at `position`.
+        public subscript(position: Int) -> Entry { storage.entry(position) }
+
+        /// The entries of an array literal.
+        public init(arrayLiteral elements: Entry...) { storage = ListStorage(entries: elements) }
+
+        init(storage: ListStorage) { self.storage = storage }
+
+        /// Whether both hold the same entries in the same order.
+        public static func == (lhs: Entries, rhs: Entries) -> Bool { lhs.elementsEqual(rhs) }
+    }
+
     /// The list's name: its directory's name under `lists/`.
     public let name: String
     /// The entries, in list order.
-    public let entries: [Entry]
-    private let positions: [String: Int]
+    public let entries: Entries
 
     /// The list `name` of `entries` (a name that repeats is found at its first entry).
     public init(name: String, entries: [Entry]) {
         self.name = name
-        self.entries = entries
-        positions = Dictionary(entries.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.entries = Entries(storage: ListStorage(entries: entries))
     }
 
     /// The position of the entry called `name`.
-    public func index(of name: String) -> Int? { positions[name] }
+    public func index(of name: String) -> Int? { entries.storage.index(of: name) }
+
+    /// The name of the entry at `position`, read without its URL (a listing needs no more).
+    public func name(at position: Int) -> String { entries.storage.name(position) }
 
     // MARK: - The stored form: a header line, then `name<TAB>url` a line
 
@@ -55,10 +81,13 @@ public struct ImageList: Sendable {
 
     /// A list read back from its stored text (lines that do not parse are skipped).
     public init(name: String, storedText: String) {
-        let entries = storedText.split(separator: "\n").compactMap { line -> Entry? in
-            guard !line.hasPrefix("#"), let tab = line.firstIndex(of: "\t") else { return nil }
-            return Entry(name: String(line[..<tab]), urlText: String(line[line.index(after: tab)...]))
-        }
-        self.init(name: name, entries: entries)
+        self.name = name
+        entries = Entries(storage: ListStorage(bytes: .owned(Array(storedText.utf8))))
+    }
+
+    /// A list read from its mapped file (lines that do not parse are skipped).
+    init(name: String, file: MappedFile) {
+        self.name = name
+        entries = Entries(storage: ListStorage(bytes: .mapped(file)))
     }
 }

@@ -16,15 +16,20 @@ public final class ListDirectories: Sendable {
     /// The per-host view, `hosts/`.
     public let hosts: HostDirectories
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
-    private let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
+    let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
     /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
     private let readAheadQueue = WorkerPool(name: "imgfs-readahead")
     private let openHandles = OpenHandleCounter()
+    /// What warms the lists marked for it when they are looked up (none: lists are not warmed).
+    public let warmer: ListWarmer?
+    /// Where what is learnt of entries is written to their lists' facts files, off the FUSE threads.
+    let factsQueue = WorkerPool(name: "imgfs-facts")
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
-    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories) {
+    public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories, warmer: ListWarmer? = nil) {
         self.store = store
+        self.warmer = warmer
         self.readAhead = readAhead
         self.hosts = hosts
     }
@@ -60,7 +65,11 @@ public final class ListDirectories: Sendable {
             guard let list = store.list(name), list.entries.indices.contains(index),
                 list.entries[index].urlText == url.string
             else { return }
-            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in openHandles($0) }
+            // While the list warms, a jump gives nothing up: the warm would only load it again.
+            let warming = warmer?.isWarming(name) == true
+            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in
+                openHandles($0) + (warming ? 1 : 0)
+            }
         }
     }
 }

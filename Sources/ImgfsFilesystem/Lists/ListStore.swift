@@ -21,11 +21,15 @@ public final class ListStore: Sendable {
 
     /// `<cache>/lists`, where the list files are.
     public let directory: URL
-    private let loaded = Locked<[String: (list: ImageList, stamp: Date?, checked: Date)]>([:])
+    private let loaded = Locked<[String: (list: ImageList, stamp: Date?, checked: Date, facts: ListFacts?)]>([:])
+    /// Whether this store records what it learns of entries (the daemon's does; a command's only reads).
+    public let writesFacts: Bool
 
-    /// The lists in `directory`, which need not exist yet; nothing is read until a list is looked up.
-    public init(directory: URL) {
+    /// The lists in `directory`, which need not exist yet; nothing is read until a list is looked up. With
+    /// `writesFacts`, each list's facts file is opened for writing (and made when missing) as the list is loaded.
+    public init(directory: URL, writesFacts: Bool = false) {
         self.directory = directory
+        self.writesFacts = writesFacts
     }
 
     /// Refuses names that are empty, over 200 bytes, `.`/`..`, or hold `/`, NUL, control characters or a leading dot.
@@ -70,18 +74,31 @@ public final class ListStore: Sendable {
             loaded.withLock { $0[name]?.checked = now }
             return cached.list
         }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let list = ImageList(name: name, storedText: text)
-        loaded.withLock { $0[name] = (list, stamp, now) }
+        guard let file = try? MappedFile(path: path) else { return nil }
+        let list = ImageList(name: name, file: file)
+        // The facts file is opened with the list it belongs to: a replaced list comes with its own.
+        let facts = ListFacts(path: ListFacts.path(of: name, in: directory), writable: writesFacts)
+        loaded.withLock { $0[name] = (list, stamp, now, facts) }
         return list
     }
 
-    /// Writes `list` whole, replacing the list of the same name.
+    /// The list called `name` and its facts file (``list(_:recheck:)``).
+    public func listWithFacts(_ name: String, recheck: Bool = false) -> (list: ImageList, facts: ListFacts?)? {
+        guard let list = list(name, recheck: recheck) else { return nil }
+        let facts =
+            loaded.withLock { $0[name]?.facts }
+            ?? ListFacts(path: ListFacts.path(of: name, in: directory), writable: false)
+        return (list, facts)
+    }
+
+    /// Writes `list` whole, replacing the list of the same name; what was known of its URLs (``ListFacts``) moves with
+    /// them to their new positions.
     public func save(_ list: ImageList) throws {
         try Self.validate(list.name)
         try FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
+        moveFacts(to: list)
         let process = ProcessInfo.processInfo.processIdentifier
         let temporary = directory.appendingPathComponent(".\(list.name).\(process).tmp")
         do {
@@ -109,11 +126,38 @@ public final class ListStore: Sendable {
         try Self.validate(name)
         guard FileManager.default.fileExists(atPath: file(name).path) else { return false }
         try FileManager.default.removeItem(at: file(name))
+        _ = try? DiskCacheIO.unlink(ListFacts.path(of: name, in: directory))
         loaded.withLock { $0[name] = nil }
         return true
     }
 
-    private func file(_ name: String) -> URL { directory.appendingPathComponent(name + Self.suffix) }
+    func file(_ name: String) -> URL { directory.appendingPathComponent(name + Self.suffix) }
+
+    /// Writes the facts file of `list` from the facts of the list it replaces (written before the list, so a reader
+    /// that sees the new list finds its facts; a reader of the old list meanwhile finds none that fit, never wrong
+    /// ones).
+    private func moveFacts(to list: ImageList) {
+        let path = ListFacts.path(of: list.name, in: directory)
+        guard FileManager.default.fileExists(atPath: path),
+            let old = (try? MappedFile(path: file(list.name).path)).map({ ImageList(name: list.name, file: $0) })
+        else { return }
+        let oldFacts = ListFacts(path: path, writable: false)
+        var positions: [String: [Int]] = [:]
+        for (index, entry) in old.entries.enumerated().reversed() {
+            positions[entry.urlText, default: []].append(index)
+        }
+        let process = ProcessInfo.processInfo.processIdentifier
+        let temporary = directory.appendingPathComponent(".\(list.name).\(process).facts.tmp").path
+        _ = try? DiskCacheIO.unlink(temporary)
+        let newFacts = ListFacts(path: temporary, writable: true)
+        for (index, entry) in list.entries.enumerated() {
+            guard let from = positions[entry.urlText]?.popLast(), let record = oldFacts.rawRecord(at: from) else {
+                continue
+            }
+            newFacts.writeRaw(record, at: index)
+        }
+        if (try? DiskCacheIO.rename(temporary, to: path)) == nil { _ = try? DiskCacheIO.unlink(temporary) }
+    }
 }
 
 /// A list could not be written (`imgfs list add`): nothing of it was left behind.
@@ -125,4 +169,10 @@ public struct ListWriteError: Error, CustomStringConvertible {
 
     /// One line naming the list and the reason.
     public var description: String { "cannot write the list \(name): \(reason)" }
+
+    /// The list `name` could not be written for `reason`.
+    public init(name: String, reason: String) {
+        self.name = name
+        self.reason = reason
+    }
 }

@@ -23,6 +23,22 @@ public enum ListText {
         public let reason: String
         /// `line <n>: <reason>`.
         public var description: String { "line \(line): \(reason)" }
+
+        /// The problem `reason` on line `line`.
+        public init(line: Int, reason: String) {
+            self.line = line
+            self.reason = reason
+        }
+    }
+
+    /// `text` without whitespace around it; Foundation's trimming only when an end is not plain (most lines are not).
+    static func trimmed(_ text: Substring) -> String {
+        func plain(_ character: Character?) -> Bool {
+            guard let character, let ascii = character.asciiValue else { return false }
+            return ascii > 0x20 && ascii != 0x7F
+        }
+        if plain(text.first) && plain(text.last) { return String(text) }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The valid lines of `text`, in order, and the rejected ones.
@@ -30,8 +46,7 @@ public enum ListText {
         var lines: [Line] = []
         var problems: [Problem] = []
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let fields = raw.split(separator: "\t", maxSplits: 1)
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let fields = raw.split(separator: "\t", maxSplits: 1).map(Self.trimmed)
             guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { continue }
             do {
                 let url = try ImageURL(first)

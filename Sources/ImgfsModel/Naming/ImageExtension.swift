@@ -33,6 +33,9 @@ public enum ImageExtension {
         ImageSignature.detect(prefix).map(forFormat)
     }
 
+    /// Whether `candidate` (lower case, without the dot) is an image extension imgfs knows.
+    public static func isKnown(_ candidate: String) -> Bool { known.contains(candidate) }
+
     /// The image extension the URL's path already ends with, or nil.
     public static func fromPath(of url: ImageURL) -> String? {
         let path = url.resourceKey.split(separator: "?", maxSplits: 1).first ?? ""

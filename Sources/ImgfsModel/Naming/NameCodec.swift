@@ -23,6 +23,12 @@ public enum NameCodec {
 
     /// The text that the percent-encoded `name` stands for.
     public static func decode<Name: Collection<UInt8>>(_ name: Name) throws(NameError) -> String {
+        try decode(Array(name))
+    }
+
+    /// The text that the percent-encoded `name` stands for (every lookup decodes its name: a loop over concrete
+    /// bytes, where a generic one called from another module would go through witness calls per byte).
+    public static func decode(_ name: [UInt8]) throws(NameError) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(name.count)
         var iterator = name.makeIterator()

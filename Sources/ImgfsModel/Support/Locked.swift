@@ -12,8 +12,9 @@ import Foundation
 /// returns or throws. Not recursive: a body must not take the same lock again. The value may be non-copyable (a FUSE
 /// request waiting for its one reply is kept this way).
 public final class Locked<Value: ~Copyable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+    // Inlinable, so that every module's use is specialized for its value (no generic call on the hot paths).
+    @usableFromInline let lock = NSLock()
+    @usableFromInline var value: Value
 
     /// A lock that holds `value`.
     public init(_ value: consuming Value) {
@@ -21,6 +22,7 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held and the value to read or change.
+    @inlinable
     public func withLock<Result: ~Copyable>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
@@ -28,6 +30,7 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held when it is free now; nil, without running `body`, when another thread holds it.
+    @inlinable
     public func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }

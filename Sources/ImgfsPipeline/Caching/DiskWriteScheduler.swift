@@ -46,7 +46,8 @@ public final class DiskWriteScheduler: Sendable {
     private let pacing: Pacing
     private let memory: MemoryCache
     private let logger: Logger
-    /// The bodies queued, by key, until their write has landed or failed.
+    /// The bodies queued, by key, until their write has landed or failed. A dictionary keeps the storage of the most
+    /// entries it ever held, so it holds references (one word a slot) and is replaced by an empty one when it empties.
     private let queued = Locked<[String: QueuedWrite]>([:])
     /// Bytes of all queued bodies.
     private let queuedBytes = Atomic<Int>(0)
@@ -92,7 +93,10 @@ public final class DiskWriteScheduler: Sendable {
     /// Calls off the queued write of `key` (`rm`, a 404, a newer body): it is not written, or, when it was under way,
     /// removed again once it lands.
     func cancel(_ key: String) {
-        _ = queued.withLock { $0.removeValue(forKey: key) }
+        queued.withLock { writes in
+            writes[key] = nil
+            if writes.isEmpty { writes = [:] }
+        }
     }
 
     /// Calls off every queued write of `tier` (a purge of its disk cache).
@@ -162,8 +166,8 @@ public final class DiskWriteScheduler: Sendable {
         return true
     }
 
-    /// A body waiting for its write.
-    private struct QueuedWrite: Sendable {
+    /// A body waiting for its write (a class: the queue's dictionary and batches hold one reference each).
+    private final class QueuedWrite: Sendable {
         let image: CachedImage
         let record: CacheRecord
         /// What it counts in ``heldBytes``.
@@ -171,6 +175,14 @@ public final class DiskWriteScheduler: Sendable {
         let disk: any DiskCaching
         /// The ``CacheTiers`` that queued it.
         let tier: ObjectIdentifier
+
+        init(image: CachedImage, record: CacheRecord, held: Int, disk: any DiskCaching, tier: ObjectIdentifier) {
+            self.image = image
+            self.record = record
+            self.held = held
+            self.disk = disk
+            self.tier = tier
+        }
     }
 
     /// The most bodies, and bytes, one batch writes.
@@ -188,7 +200,10 @@ public final class DiskWriteScheduler: Sendable {
         queuedBytes.subtract(write.record.size, ordering: .relaxed)
         let calledOff = queued.withLock { writes -> Bool in
             guard let current = writes[write.record.key] else { return true }
-            if current.image.bytes === write.image.bytes { writes[write.record.key] = nil }
+            if current.image.bytes === write.image.bytes {
+                writes[write.record.key] = nil
+                if writes.isEmpty { writes = [:] }
+            }
             return false
         }
         if calledOff && stored { write.disk.remove(key: write.record.key) }

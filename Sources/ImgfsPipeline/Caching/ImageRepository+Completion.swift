@@ -46,8 +46,15 @@ extension ImageRepository {
         // The repository's clock dates the copy: freshness is computed from it at every use.
         let decidedAt = now()
         let decision = freshness.rule(for: url, under: download.rules).decide(for: head, now: decidedAt)
-        guard let bytes = download.completeBytes, let metadata = download.currentMetadata else {
+        guard let bytes = download.completeBytes, var metadata = download.currentMetadata else {
             return endFlight(key, download)
+        }
+        let fetchedAt = keptFetchTime(key, metadata, bytes)
+        if fetchedAt != metadata.fetchedAt {
+            // The transfer reported a fetch time the body turned out not to deserve, or the reverse: the kernel drops
+            // the attributes it took from the transfer.
+            metadata.fetchedAt = fetchedAt
+            contentChanges.announce(url)
         }
         let image = CachedImage(
             url: url, bytes: bytes, metadata: metadata, expiresAt: decision.expiresAt,

@@ -216,6 +216,7 @@ public final class ImageRepository: Sendable {
                 if head.isNotModified {
                     notModified(download, key: key, fallback: fallback, head: head)
                 } else {
+                    if let kept = tentativeFetchTime(fallback, head) { download.keepFetchTime(kept) }
                     contentChanges.announce(download.url)
                 }
             }

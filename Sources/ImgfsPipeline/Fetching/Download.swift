@@ -42,6 +42,8 @@ public final class Download: TransferObserving, Sendable {
         var phase = Phase.waitingForHead
         var head: ResponseHead?
         var headReceivedAt = Date()
+        /// The fetch time reported instead of ``headReceivedAt`` (a refetch that looks like the cached copy).
+        var keptFetchTime: Date?
         var bytes = ImageBytes()
         var received = 0
         var metadataWaiters: [MetadataReply] = []
@@ -151,6 +153,9 @@ public final class Download: TransferObserving, Sendable {
 
     /// The metadata if the size is known now, without waiting.
     public var currentMetadata: ImageMetadata? { state.withLock { Self.metadata(of: $0) } }
+
+    /// From now on the metadata reports `date` as the fetch time (``ImageRepository/keptFetchTime(_:_:_:)``).
+    func keepFetchTime(_ date: Date) { state.withLock { $0.keptFetchTime = date } }
 
     /// The bytes of a complete download, else nil.
     public var completeBytes: ImageBytes? { state.withLock { $0.phase == .complete ? $0.bytes : nil } }
@@ -481,6 +486,15 @@ public final class Download: TransferObserving, Sendable {
     /// Whether it is a probe that ended after its first bytes and nobody has wanted the rest since.
     public var isProbed: Bool { state.withLock { $0.probed && !$0.restWanted } }
 
+    /// Up to `count` first bytes of a probe that ended after its first bytes (kept, nobody wanted the rest yet), else
+    /// nil.
+    public func probedFirstBytes(count: Int) -> [UInt8]? {
+        state.withLock { state in
+            guard state.probed else { return nil }
+            return state.bytes.copyBytes(offset: 0, count: min(count, state.received))
+        }
+    }
+
     /// Someone wants the whole body: a probe is continued where it stopped (at once if it has, else when it does);
     /// nothing happens for a download that is not a probe.
     public func wantRest() {
@@ -587,7 +601,7 @@ public final class Download: TransferObserving, Sendable {
         }
         return ImageMetadata(
             size: size, contentType: head.contentType, etag: head.etag, lastModified: head.lastModified,
-            fetchedAt: state.headReceivedAt)
+            fetchedAt: state.keptFetchTime ?? state.headReceivedAt)
     }
 
     /// Why the body is not served as an image, judged on its first bytes; nil when it starts like one.

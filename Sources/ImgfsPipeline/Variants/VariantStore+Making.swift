@@ -41,7 +41,7 @@ extension VariantStore {
     /// the transfer under way ends. A transfer that completed hands over its bytes (the memory cache holds the same
     /// bytes when it could take them), so a worker never fetches what just arrived; a cached original is read by the
     /// worker itself, so a variant waiting for a worker holds no bytes of a cached original.
-    private func whenOriginalArrived(
+    func whenOriginalArrived(
         _ url: ImageURL, then: @escaping @Sendable (Result<ImageSlice?, FetchError>) -> Void
     ) {
         repository.resolve(url, refresh: false) { result in
@@ -145,7 +145,7 @@ extension VariantStore {
 
     /// The whole original from the caches (``whenOriginalArrived(_:then:)`` waited for it already; only an original
     /// evicted from every cache since then is fetched again, and waited for on this worker).
-    private func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
+    func wholeOriginal(_ url: ImageURL, size: Int) -> Result<ImageSlice, FetchError> {
         let answer = Locked<Result<ImageSlice, FetchError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         repository.read(url, offset: 0, count: size) { result in
@@ -162,7 +162,7 @@ extension VariantStore {
 
     /// Puts a made variant into memory and queues its disk write (``CacheTiers/queueWrite(_:as:then:)``: found there
     /// until it lands, even when memory could not hold it); when the queue is full, writes it at once.
-    private func file(
+    func file(
         _ made: MadeVariant, kind: VariantKind, url: ImageURL, key: String, original: ImageMetadata,
         validator: String
     ) -> Variant {
@@ -193,7 +193,7 @@ extension VariantStore {
     }
 
     /// A cached variant whose original was found unchanged: it takes the original's (possibly renewed) expiry.
-    private func renewed(_ cached: Variant, key: String, url: ImageURL) -> Variant {
+    func renewed(_ cached: Variant, key: String, url: ImageURL) -> Variant {
         guard let expiresAt = repository.report(url).expiresAt, expiresAt > cached.expiresAt else { return cached }
         memory.update(key) { $0.expiresAt = expiresAt }
         if var record = disk?.record(forKey: key) {
@@ -211,7 +211,7 @@ extension VariantStore {
     }
 
     /// Counts a production that failed (not a remembered failure answered again), then answers with it.
-    private func failed(_ key: String, _ error: VariantError) {
+    func failed(_ key: String, _ error: VariantError) {
         counters.withLock { $0.failures[error.reason, default: 0] += 1 }
         finish(key, .failure(error))
     }

@@ -220,7 +220,7 @@ public final class VariantStore: Sendable {
     }
 
     /// A disk variant's bytes, moved to memory; nil (and the entry dropped) when it is unusable.
-    private func loadFromDisk(_ record: CacheRecord, url: ImageURL) -> ImageBytes? {
+    func loadFromDisk(_ record: CacheRecord, url: ImageURL) -> ImageBytes? {
         guard let disk else { return nil }
         do {
             let bytes = ImageBytes(copying: try disk.readAll(key: record.key))

@@ -7,7 +7,10 @@ final class ListFixture {
     let mount: MountedImgfs
     let icons: [[UInt8]]
 
-    init(count: Int = 0, delay: Double = 0, mountArguments: [String] = [], cacheDirectory: String? = nil) throws {
+    init(
+        count: Int = 0, delay: Double = 0, mountArguments: [String] = [], cacheDirectory: String? = nil,
+        environment: [String: String]? = nil
+    ) throws {
         origin = try TestOrigin()
         icons = try Fixtures.smallPNGs(8)
         let icons = icons
@@ -18,7 +21,8 @@ final class ListFixture {
             return response
         }
         do {
-            mount = try MountedImgfs(arguments: mountArguments, cacheDirectory: cacheDirectory)
+            mount = try MountedImgfs(
+                arguments: mountArguments, cacheDirectory: cacheDirectory, environment: environment)
         } catch {
             origin.stop()
             throw error

@@ -1,0 +1,109 @@
+#define _GNU_SOURCE
+#include "CVipsDesktop.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <vips/vips.h>
+
+/// libvips's error text (or `fallback`) on one line into `result->message`.
+static void desktop_error(imgfs_vips_result *result, const char *fallback) {
+    char *text = vips_error_buffer_copy();
+    snprintf(result->message, sizeof result->message, "%s", text != NULL && text[0] != 0 ? text : fallback);
+    g_free(text);
+    for (char *c = result->message; *c != 0; c++) {
+        if (*c == '\n') *c = ' ';
+    }
+    size_t length = strlen(result->message);
+    while (length > 0 && result->message[length - 1] == ' ') result->message[--length] = 0;
+}
+
+static void desktop_release(VipsImage **image) {
+    if (*image != NULL) g_object_unref(*image);
+    *image = NULL;
+}
+
+imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int size, int64_t max_pixels,
+                                           imgfs_vips_result *result) {
+    memset(result, 0, sizeof *result);
+    if (imgfs_vips_start() != 0) {
+        snprintf(result->message, sizeof result->message, "libvips could not be initialised");
+        return IMGFS_VIPS_UNDECODABLE;
+    }
+    const char *loader = vips_foreign_find_load_buffer(data, length);
+    if (loader == NULL) {
+        vips_error_clear();
+        snprintf(result->message, sizeof result->message, "no decoder recognises the data");
+        return IMGFS_VIPS_UNDECODABLE;
+    }
+    snprintf(result->loader, sizeof result->loader, "%s", loader);
+    if (strcasestr(loader, "svg") != NULL || strcasestr(loader, "pdf") != NULL) {
+        snprintf(result->message, sizeof result->message, "%s: a vector or document format is not rasterized", loader);
+        return IMGFS_VIPS_NOT_RASTER;
+    }
+    VipsImage *header = vips_image_new_from_buffer(data, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (header == NULL) {
+        desktop_error(result, "the header cannot be read");
+        return IMGFS_VIPS_UNDECODABLE;
+    }
+    result->source_width = vips_image_get_width(header);
+    result->source_height = vips_image_get_page_height(header);
+    g_object_unref(header);
+    if ((int64_t)result->source_width * (int64_t)result->source_height > max_pixels) {
+        snprintf(result->message, sizeof result->message, "%d x %d pixels, over the limit of %lld (--tune max-pixels)",
+                 result->source_width, result->source_height, (long long)max_pixels);
+        return IMGFS_VIPS_TOO_MANY_PIXELS;
+    }
+    VipsImage *thumbnail = NULL, *srgb = NULL, *memory = NULL, *bands = NULL, *bare = NULL;
+    imgfs_vips_status status = IMGFS_VIPS_UNDECODABLE;
+    if (vips_thumbnail_buffer((void *)data, length, &thumbnail, size, "height", size, "size", VIPS_SIZE_DOWN,
+                              "option_string", "fail_on=error", NULL) != 0) goto done;
+    if (vips_colourspace(thumbnail, &srgb, VIPS_INTERPRETATION_sRGB, NULL) != 0) goto done;
+    if ((memory = vips_image_copy_memory(srgb)) == NULL) goto done;
+    VipsImage *out = memory;
+    if (vips_image_hasalpha(memory)) {
+        VipsImage *alpha = NULL;
+        double lowest = 0;
+        if (vips_extract_band(memory, &alpha, memory->Bands - 1, NULL) != 0) goto done;
+        int failed = vips_min(alpha, &lowest, NULL);
+        g_object_unref(alpha);
+        if (failed) goto done;
+        if (lowest >= 255) {
+            if (vips_extract_band(memory, &bands, 0, "n", memory->Bands - 1, NULL) != 0) goto done;
+            out = bands;
+        }
+    }
+    // A fresh image of the same pixels carries no metadata (ICC profile, EXIF, XMP): the PNG holds pixels only.
+    VipsImage *flat = vips_image_copy_memory(out);
+    if (flat == NULL) goto done;
+    size_t pixels_length = 0;
+    const void *pixels = vips_image_get_data(flat) ? vips_image_get_data(flat) : NULL;
+    pixels_length = VIPS_IMAGE_SIZEOF_IMAGE(flat);
+    bare = vips_image_new_from_memory_copy(pixels, pixels_length, flat->Xsize, flat->Ysize, flat->Bands,
+                                           VIPS_FORMAT_UCHAR);
+    g_object_unref(flat);
+    if (bare == NULL || pixels == NULL) goto done;
+    bare->Type = VIPS_INTERPRETATION_sRGB;
+    if (vips_pngsave_buffer(bare, &result->data, &result->length, "compression", 6, "strip", TRUE, NULL) != 0) {
+        goto done;
+    }
+    result->format = IMGFS_VIPS_FORMAT_PNG;
+    result->width = bare->Xsize;
+    result->height = bare->Ysize;
+    status = IMGFS_VIPS_OK;
+done:
+    if (status != IMGFS_VIPS_OK) {
+        desktop_error(result, "decoding failed");
+        imgfs_vips_free(result->data);
+        result->data = NULL;
+        result->length = 0;
+    }
+    desktop_release(&bare);
+    desktop_release(&bands);
+    desktop_release(&memory);
+    desktop_release(&srgb);
+    desktop_release(&thumbnail);
+    vips_thread_shutdown();
+    if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
+    return status;
+}
