@@ -29,7 +29,7 @@ package final class FormatViewNameIndex: Sendable {
         let count: Int
         let first: String?
         let last: String?
-        let storage: UInt
+        let storage: ObjectIdentifier
         let names: Names
     }
 
@@ -38,9 +38,9 @@ package final class FormatViewNameIndex: Sendable {
 
     /// The names of the entries of list `list` (as loaded now) under the view of `format`; the same loaded list is
     /// named once per format.
-    func names(ofList list: String, _ entries: [ImageList.Entry], format: VariantFormat) -> Names {
+    func names(ofList list: String, _ entries: ImageList.Entries, format: VariantFormat) -> Names {
         let key = format.rawValue + "/" + list
-        let storage = entries.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        let storage = ObjectIdentifier(entries.storage)
         if let known = built.withLock({ $0[key] }), known.count == entries.count, known.first == entries.first?.name,
             known.last == entries.last?.name, known.storage == storage
         {
