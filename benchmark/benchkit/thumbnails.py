@@ -90,15 +90,15 @@ def vipsthumbnail(paths, out_dir):
     return time.monotonic() - start
 
 
-def desktop_thumbnails(mount, binary, rels, xdg):
-    """`imgfs thumbnails --desktop` of the list `desktop` of `rels` (made at the first call), its shared repository's
-    normal/ and large/ thumbnails evicted first, into the fresh thumbnail cache `xdg`; returns seconds."""
+def desktop_thumbnails(mount, binary, origin_url, rels, xdg):
+    """`imgfs thumbnails --desktop` of the list `desktop` of `rels` on `origin_url` (made at the first call), its shared
+    repository's normal/ and large/ thumbnails evicted first, into the fresh thumbnail cache `xdg`; returns seconds."""
     name = "desktop"
     listing = os.path.join(mount.mountpoint, "lists", name)
     if not os.path.isdir(listing):
         path = f"{xdg}.list"
         with open(path, "w") as f:
-            f.write("".join(f"{mount.origin_url}/{rel}\n" for rel in rels))
+            f.write("".join(f"{origin_url}/{rel}\n" for rel in rels))
         subprocess.run([binary, "list", "add", "--no-probe", mount.mountpoint, name, path], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for size in ("normal", "large"):
@@ -219,7 +219,7 @@ def run_thumbnails(bench, systems):
             desktop_name = systems[0].name
             xdg = os.path.join(bench.scratch, f"desktop-{rep}")
             values["desktop"].append(
-                len(rels) / desktop_thumbnails(mounts[desktop_name], systems[0].binary, rels, xdg))
+                len(rels) / desktop_thumbnails(mounts[desktop_name], systems[0].binary, bench.origin.url, rels, xdg))
             png_out = os.path.join(bench.scratch, f"vips-png-{rep}")
             os.makedirs(png_out)
             values["vips-png"].append(len(sources) / vipsthumbnail_pngs(sources, png_out))

@@ -19,11 +19,12 @@ public enum DesktopNode: Hashable, Sendable {
     case repositorySize(Folder, DesktopThumbnailSize)
     /// `.sh_thumbnails/<size>/<md5 of name>.png`: the thumbnail of the folder's entry `name`, the image `url`.
     case thumbnail(Folder, DesktopThumbnailSize, name: String, url: ImageURL)
-    /// `thumb/<px>/lists/` (`hosts`: false) or `thumb/<px>/hosts/` (true), and the same under `thumb/<W>x<H>/`:
-    /// `directory` is the kind of the `thumb/` directory.
+    /// `thumb/<px>/lists/` (`hosts`: false) or `thumb/<px>/hosts/` (true), and the same under `thumb/<W>x<H>/` and
+    /// `fmt/<format>/`: the kind is the directory's (``VariantKind/directory``).
     case readableRoot(VariantKind, hosts: Bool)
     /// `thumb/<px>/lists/NAME/` or `thumb/<px>/hosts/HOST/`: each entry of the folder, by its name, is the variant of
-    /// its image that `thumb/<px>/` gives for that name (its extension says the encoding).
+    /// its image that `thumb/<px>/` gives for that name (its extension says the encoding). Under `fmt/<format>/`
+    /// each entry is the view of its image by its name with the view's extension (``FormatViewNameIndex``).
     case readableFolder(VariantKind, Folder)
 
     /// Whether it is a file (a thumbnail) rather than a directory.

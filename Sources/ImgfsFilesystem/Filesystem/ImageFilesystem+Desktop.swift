@@ -12,10 +12,10 @@ extension ImageFilesystem {
         return .desktop(.repository(folder))
     }
 
-    /// `lists` and `hosts` in `thumb/<px>/`: the thumbnails of size `<px>` by readable names (found by name, not
-    /// listed: `thumb/<px>/` lists the cached variants of its size).
+    /// `lists` and `hosts` in `thumb/<px>/` and `fmt/<format>/`: the variants of that directory by readable names
+    /// (found by name, not listed: `thumb/<px>/` lists the cached variants of its size).
     func readableRootNode(_ name: [UInt8], kind: VariantKind) -> Node? {
-        guard lists != nil, kind.shape != .whole else { return nil }
+        guard lists != nil else { return nil }
         if name == Array(Self.listsDirectory.utf8) { return .desktop(.readableRoot(kind, hosts: false)) }
         if name == Array(Self.hostsDirectory.utf8) { return .desktop(.readableRoot(kind, hosts: true)) }
         return nil
@@ -41,6 +41,12 @@ extension ImageFilesystem {
             return lists.store.list(text, recheck: true) == nil
                 ? .failure(.notFound) : .success(.desktop(.readableFolder(kind, .list(text))))
         case .readableFolder(let directory, let folder):
+            if directory.shape == .whole, let format = directory.format {
+                guard let entry = formatViewNames(folder, format, recheck: false).entryByViewName[text],
+                    let url = folderURL(folder, entry)
+                else { return .failure(.notFound) }
+                return .success(.thumbnail(.image(kind: directory, url: url.withoutFragment)))
+            }
             guard let url = folderURL(folder, text), let kind = VariantKind.named(fileName: text, in: directory) else {
                 return .failure(.notFound)
             }
@@ -68,6 +74,23 @@ extension ImageFilesystem {
         switch folder {
         case .list(let list): return lists.store.list(list, recheck: true)?.entries.map(\.name) ?? []
         case .host(let host): return (lists.hosts.hosts(rebuild: true)[host] ?? [:]).keys.sorted()
+        }
+    }
+
+    /// The names of `folder`'s entries under the format view of `format` (``FormatViewNameIndex``); `recheck`: a
+    /// list's file is checked for changes first (as a listing does).
+    private func formatViewNames(
+        _ folder: DesktopNode.Folder, _ format: VariantFormat, recheck: Bool
+    ) -> FormatViewNameIndex.Names {
+        guard let lists else { return FormatViewNameIndex.names(of: [], format: format) }
+        switch folder {
+        case .list(let list):
+            guard let images = lists.store.list(list, recheck: recheck) else {
+                return FormatViewNameIndex.names(of: [], format: format)
+            }
+            return formatViewNameIndex.names(ofList: list, images.entries, format: format)
+        case .host:
+            return FormatViewNameIndex.names(of: folderNames(folder), format: format)
         }
     }
 
@@ -195,9 +218,13 @@ extension ImageFilesystem {
                     + names.map { name in
                         directory(name, .readableFolder(kind, hosts ? .host(name) : .list(name)))
                     })
-        case .readableFolder(_, let folder):
+        case .readableFolder(let directory, let folder):
+            let names =
+                directory.shape == .whole
+                ? directory.format.map { formatViewNames(folder, $0, recheck: true).viewNames } ?? []
+                : folderNames(folder)
             return .entries(
-                leading + folderNames(folder).map { DirectoryEntry(name: $0, inode: Self.nameInode($0), kind: .file) })
+                leading + names.map { DirectoryEntry(name: $0, inode: Self.nameInode($0), kind: .file) })
         case .thumbnail:
             return nil
         }
@@ -215,17 +242,5 @@ extension ImageFilesystem {
     /// From now on the thumbnails of list entries opened are written into the user's cache by `feeder`.
     public func feedDesktopCache(_ feeder: DesktopCacheFeeder) {
         desktopFeeder.withLock { $0 = feeder }
-    }
-
-    /// An image was opened: when it was looked up in a list, its entry's thumbnails go to the user's cache (decided
-    /// on the feeder's thread).
-    func desktopEntryOpened(_ url: ImageURL) {
-        guard let feeder = desktopFeeder.withLock({ $0 }), let lists else { return }
-        feeder.submit {
-            guard let (name, index) = lists.positions.withLock({ $0[url] }), let list = lists.store.list(name),
-                list.entries.indices.contains(index), list.entries[index].urlText == url.string
-            else { return }
-            feeder.opened(list: name, entry: list.entries[index].name, url: url)
-        }
     }
 }

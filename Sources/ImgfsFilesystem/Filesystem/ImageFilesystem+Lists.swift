@@ -139,4 +139,16 @@ extension ImageFilesystem {
             return .entries(leading)
         }
     }
+
+    /// An image was opened: when it was looked up in a list, its entry's thumbnails go to the user's cache (decided
+    /// on the feeder's thread).
+    func desktopEntryOpened(_ url: ImageURL) {
+        guard let feeder = desktopFeeder.withLock({ $0 }), let lists else { return }
+        feeder.submit {
+            guard let (name, index) = lists.positions.withLock({ $0[url] }), let list = lists.store.list(name),
+                list.entries.indices.contains(index), list.entries[index].urlText == url.string
+            else { return }
+            feeder.opened(list: name, entry: list.entries[index].name, url: url)
+        }
+    }
 }

@@ -94,6 +94,8 @@ public final class ImageFilesystem: Sendable {
     let reloadStatus: ReloadStatus?
     /// The entries of lists by the MD5 of their names (`.sh_thumbnails/<size>/<md5>.png`).
     let desktopNames = DesktopNameIndex()
+    /// The entries of lists by their names under the format views (`fmt/jpeg/lists/NAME/<entry>.jpg`).
+    let formatViewNameIndex = FormatViewNameIndex()
     /// What writes opened list entries' thumbnails into the user's cache (`--tune desktop-thumbnails=on`).
     let desktopFeeder = Locked<DesktopCacheFeeder?>(nil)
 

@@ -124,7 +124,7 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
     }
 
     /// What a name's extension says of the encoding.
-    enum RequestedFormat: Equatable {
+    package enum RequestedFormat: Equatable {
         /// No image extension.
         case unnamed
         /// A format imgfs writes.
@@ -145,7 +145,7 @@ public struct VariantKind: Hashable, Sendable, ExpressibleByIntegerLiteral, Cust
     }
 
     /// What the extension of `name` asks for; nil when it has none.
-    static func requestedFormat(inName name: Substring) -> RequestedFormat? {
+    package static func requestedFormat(inName name: Substring) -> RequestedFormat? {
         guard let dot = name.lastIndex(of: "."), !name[dot...].contains("/") else { return nil }
         let ext = name[name.index(after: dot)...].lowercased()
         if let format = VariantFormat(fileExtension: ext) { return .format(format) }
