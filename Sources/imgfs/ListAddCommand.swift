@@ -125,8 +125,9 @@ struct ListAddCommand: ParsableCommand {
         do { try ListWarmMark.set(warm, list: name, in: store) } catch {
             throw ListCommand.usageError("cannot mark the list for warming: \(error)", command: "add")
         }
-        // Looking the list's folder up makes the mount read the new list now rather than at the first `ls`.
-        _ = FileManager.default.fileExists(atPath: "\(mount)/lists/\(name)")
+        // Opening the list's folder makes the mount read the new list now (a lookup may be answered by the kernel's
+        // cache of the name, an open always reaches the mount).
+        if let folder = opendir("\(mount)/lists/\(name)") { closedir(folder) }
         let count = spool.count
         let skipped = problems == 0 ? "" : ", \(problems) invalid lines skipped"
         let warming = warm ? ", warming in the background" : ""
