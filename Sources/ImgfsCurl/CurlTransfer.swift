@@ -387,3 +387,169 @@ private let curlPrereqCallback: imgfs_curl_prereq_callback = { context, primaryA
     let allowed = transfer(context).allowRequest(primaryAddress: primaryAddress.map { String(cString: $0) } ?? "")
     return allowed ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
+
+// MARK: - CurlTransfer+Policy
+
+/// The address policy at the two moments curl lets imgfs look: before a socket is opened to an address, and before
+/// each request (redirects included) is sent on a connection.
+extension CurlTransfer {
+    /// Before a socket is opened: whether the policy allows the address (so a refused address is never connected to,
+    /// and an open port answers like a closed one).
+    func allowSocket(to address: UnsafeMutablePointer<curl_sockaddr>) -> Bool {
+        var text = [CChar](repeating: 0, count: 64)
+        let numeric = imgfs_sockaddr_text(address, &text, text.count) == 0 ? Self.string(text) : ""
+        if let reason = configuration.addressPolicy.refusal(numericAddress: numeric) {
+            refusal = reason
+            return false
+        }
+        return true
+    }
+
+    /// Before a host name is resolved (the first request's and every redirect's): whether the policy allows the
+    /// host, so that a host `--allow-host` or a policy rule refuses is never looked up in DNS.
+    func allowResolving() -> Bool {
+        var effective: UnsafePointer<CChar>?
+        imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        let effectiveURL = effective.map { String(cString: $0) } ?? ""
+        guard effectiveURL != requestedURL, !effectiveURL.isEmpty else {
+            refusal = configuration.addressPolicy.refusal(host: url.host)
+            return refusal == nil
+        }
+        if let host = Self.host(of: effectiveURL) {
+            refusal = configuration.addressPolicy.refusal(host: host) ?? request.rules.profile(for: host).refusal
+        } else {
+            refusal = configuration.addressPolicy.refusal(unparsableURL: effectiveURL)
+        }
+        return refusal == nil
+    }
+
+    /// Before each request (after connecting): whether the policy allows this host and connected address. The host
+    /// of a redirect is read with curl's own URL parser, the one that chose where to connect; a URL it cannot read
+    /// is refused when the policy restricts hosts.
+    func allowRequest(primaryAddress: String) -> Bool {
+        var effective: UnsafePointer<CChar>?
+        imgfs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        let policy = configuration.addressPolicy
+        let effectiveURL = effective.map { String(cString: $0) } ?? ""
+        let redirected = effectiveURL != requestedURL
+        // Without a redirect the effective URL is the requested one: its host is known without parsing it again.
+        let host = redirected ? Self.host(of: effectiveURL) : url.host
+        if let host {
+            refusal = policy.refusal(host: host)
+        } else {
+            refusal = policy.refusal(unparsableURL: effectiveURL)
+        }
+        refusal = refusal ?? policy.refusal(numericAddress: primaryAddress)
+        if refusal == nil, let host {
+            refusal = request.rules.profile(for: host).refusal
+        }
+        connectedAddress = primaryAddress.isEmpty ? nil : primaryAddress
+        rules?.prepareRequest(easy, effectiveURL: redirected ? try? ImageURL(effectiveURL) : url)
+        return refusal == nil
+    }
+
+    /// The text of a NUL-terminated buffer.
+    private static func string(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The host of `url` as curl reads it, or nil.
+    private static func host(of url: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        return imgfs_url_host(url, &buffer, buffer.count) == 0 ? string(buffer) : nil
+    }
+}
+
+// MARK: - CurlHeaderLists
+
+/// The two header lists of a transfer: imgfs's own lines, and those plus its host's rule. Built once for a set of
+/// lines and shared by every transfer that sends the same lines (curl only reads a list), freed with the last one.
+///
+/// Guarantees: the lists never change after they are built; ``lists(own:userAgent:profile:)`` returns lists whose
+/// lines are exactly the ones asked for.
+final class CurlHeaderLists: @unchecked Sendable {
+    /// What the lists were built from.
+    private struct Key: Equatable {
+        var own: [String]
+        var userAgent: String
+        var profile: RequestProfile
+    }
+
+    /// The lists built last: transfers without conditional headers, to hosts without a rule of their own, all ask
+    /// for the same lines.
+    private static let recent = Locked<(key: Key, lists: CurlHeaderLists)?>(nil)
+
+    let plain: UnsafeMutablePointer<curl_slist>?
+    let full: UnsafeMutablePointer<curl_slist>?
+
+    /// The lists for `own` lines and imgfs's `userAgent`, with `profile`'s additions in the full one.
+    static func lists(own: [String], userAgent: String, profile: RequestProfile) -> CurlHeaderLists {
+        let key = Key(own: own, userAgent: userAgent, profile: profile)
+        if let recent = recent.withLock({ $0 }), recent.key == key { return recent.lists }
+        let lists = CurlHeaderLists(key)
+        recent.withLock { $0 = (key, lists) }
+        return lists
+    }
+
+    private init(_ key: Key) {
+        // The user agent and referer travel as header lines: curl fixes CURLOPT_USERAGENT and CURLOPT_REFERER for
+        // all the redirects of a transfer (and drops its own User-Agent for good once a list has one), while the
+        // header list can change before each request.
+        let named = [
+            "User-Agent: \(key.profile.userAgent ?? key.userAgent)",
+            key.profile.referer.map { "Referer: \($0)" }
+        ]
+        var plain: UnsafeMutablePointer<curl_slist>?
+        var full: UnsafeMutablePointer<curl_slist>?
+        for line in key.own + ["User-Agent: \(key.userAgent)"] { plain = curl_slist_append(plain, line) }
+        for line in key.own + named.compactMap({ $0 }) + key.profile.headers { full = curl_slist_append(full, line) }
+        self.plain = plain
+        self.full = full
+    }
+
+    deinit {
+        curl_slist_free_all(plain)
+        curl_slist_free_all(full)
+    }
+}
+
+// MARK: - CurlRequestRules
+
+/// What the rules add to one transfer's easy handle: headers, user agent, referer, cookie file and proxy. Lives on the
+/// fetcher's thread only, as long as its transfer.
+///
+/// Guarantees: the rule's headers, user agent, referer and cookie file go only to the scheme, host and port the
+/// transfer was started for; a request to any other (after a redirect) carries imgfs's own headers and user agent only,
+/// as curl's `--location` without `--location-trusted` does for credentials. Header values are never logged here.
+final class CurlRequestRules {
+    private let origin: String
+    private let profile: RequestProfile
+    /// imgfs's own header lines, and those plus the rule's.
+    private let lists: CurlHeaderLists
+
+    /// The profile of `url`'s host under `rules` (those the request was made under).
+    init(url: ImageURL, rules: RequestRules, ownHeaders: [String], configuration: FetcherConfiguration) {
+        origin = url.hostKey
+        profile = rules.profile(for: url.host)
+        lists = CurlHeaderLists.lists(own: ownHeaders, userAgent: configuration.userAgent, profile: profile)
+    }
+
+    /// Sets the options of the first request, and the proxy.
+    func configure(_ easy: UnsafeMutableRawPointer, configuration: FetcherConfiguration) {
+        if let proxy = configuration.proxy { imgfs_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
+        if let noProxy = configuration.noProxy { imgfs_easy_setopt_string(easy, CURLOPT_NOPROXY, noProxy) }
+        // A proxy's answer to CONNECT ("200 Connection established") is not the image's response head.
+        imgfs_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        if let cookieFile = profile.cookieFile { imgfs_easy_setopt_string(easy, CURLOPT_COOKIEFILE, cookieFile) }
+        sendRuleHeaders(true, easy)
+    }
+
+    /// Before each request: the rule's additions when `effectiveURL` is on the transfer's own host, none otherwise.
+    func prepareRequest(_ easy: UnsafeMutableRawPointer, effectiveURL: ImageURL?) {
+        sendRuleHeaders(effectiveURL?.hostKey == origin, easy)
+    }
+
+    private func sendRuleHeaders(_ send: Bool, _ easy: UnsafeMutableRawPointer) {
+        imgfs_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, send ? lists.full : lists.plain)
+    }
+}

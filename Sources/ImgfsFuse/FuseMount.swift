@@ -5,6 +5,7 @@ import ImgfsFilesystem
 import ImgfsModel
 import ImgfsSystem
 import Logging
+import Synchronization
 
 /// A mounted ImageFilesystem: creates the FUSE session, mounts it, serves it on a pool of threads until it is
 /// unmounted or stopped (``stopper``), and then unmounts.
@@ -110,5 +111,85 @@ public final class FuseMount {
         notifier?.close()
         fuse_session_unmount(session)
         fuse_session_destroy(session)
+    }
+}
+
+// MARK: - PassthroughAvailability
+
+/// Whether a mount lets the kernel read large images by itself (FUSE passthrough, Linux 6.9+): it was asked for, the
+/// kernel accepted it when the mount started, and the kernel has not refused a registration for lack of privilege.
+/// Shared by the mount, which answers opens, and by whoever decides where image bodies are kept (only bodies the
+/// kernel can be handed need to live in files).
+///
+/// Guarantees: false before the mount's INIT has been answered and forever after the first refusal.
+public final class PassthroughAvailability: Sendable {
+    /// Whether the mount asks the kernel for passthrough.
+    public let requested: Bool
+    private let refused = Atomic<Bool>(false)
+
+    /// Availability for a mount that asks for passthrough when `requested`; false until the kernel accepts it.
+    public init(requested: Bool) {
+        self.requested = requested
+    }
+
+    /// Whether opens may use passthrough now.
+    public var isUsable: Bool {
+        requested && imgfs_fuse_passthrough_granted() && !refused.load(ordering: .relaxed)
+    }
+
+    /// Records that the kernel refused a registration for lack of privilege; true the first time.
+    func markRefused() -> Bool {
+        !refused.exchange(true, ordering: .relaxed)
+    }
+}
+
+// MARK: - PassthroughBacking
+
+/// Registers image files with the kernel for FUSE passthrough (``BackingFileRegistering``): libfuse's backing-file
+/// calls for ``OpenDecision``, which decides which opens use them.
+///
+/// Guarantees: once the kernel refuses a registration for lack of privilege (CAP_SYS_ADMIN), ``isUsable`` is false
+/// and no other is attempted; every refusal and failed unregistration is logged.
+final class PassthroughBacking: BackingFileRegistering {
+    private let session: FuseSessionPointer
+    private let availability: PassthroughAvailability
+    private let logger: Logger
+
+    init(session: FuseSessionPointer, availability: PassthroughAvailability, logger: Logger) {
+        self.session = session
+        self.availability = availability
+        self.logger = logger
+    }
+
+    /// Whether opens may use passthrough now (``PassthroughAvailability/isUsable``).
+    var isUsable: Bool { availability.isUsable }
+
+    func register(_ descriptor: Int32) -> Int32? {
+        let backingId = imgfs_fuse_backing_open(session.raw, descriptor)
+        if backingId > 0 { return backingId }
+        refused(-backingId)
+        return nil
+    }
+
+    func unregister(_ backingId: Int32) {
+        let result = imgfs_fuse_backing_close(session.raw, backingId)
+        if result != 0 {
+            logger.warning("cannot drop a passthrough registration: \(String(cString: strerror(-result)))")
+        }
+    }
+
+    private func refused(_ error: Int32) {
+        if error == EPERM || error == EACCES {
+            if availability.markRefused() {
+                logger.notice(
+                    """
+                    the kernel lets only a privileged daemon (CAP_SYS_ADMIN) register files for passthrough; large \
+                    images are read through imgfs instead
+                    """
+                )
+            }
+        } else {
+            logger.warning("cannot register an image for passthrough: \(String(cString: strerror(error)))")
+        }
     }
 }

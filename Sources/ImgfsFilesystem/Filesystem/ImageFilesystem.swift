@@ -431,3 +431,210 @@ public final class ImageFilesystem: Sendable {
         invalidation.withLock { $0 }?(inode)
     }
 }
+
+// MARK: - ImageFilesystem+Names
+
+// MARK: - Resolving names
+
+extension ImageFilesystem {
+    /// The node `name` stands for in `directory`, or why it stands for none.
+    func resolve(_ name: [UInt8], in directory: Node) -> Result<Node, FilesystemError> {
+        do throws(NameError) {
+            switch directory {
+            case .root:
+                if name == Array(ImagePath.imagesDirectory.utf8) { return .success(.images) }
+                if name == Array(Self.controlDirectory.utf8) { return .success(.control) }
+                if variants != nil, name == Array(Self.thumbnailDirectory.utf8) { return .success(.thumbnail(.root)) }
+                if variants?.configuration.formatViews.isEmpty == false, name == Array(Self.formatDirectory.utf8) {
+                    return .success(.thumbnail(.formatRoot))
+                }
+                if lists != nil && name == Array(Self.listsDirectory.utf8) { return .success(.lists) }
+                if lists != nil && name == Array(Self.hostsDirectory.utf8) { return .success(.hosts) }
+                return .failure(.notFound)
+            case .control:
+                guard let file = GeneratedFile(rawValue: String(decoding: name, as: UTF8.self)) else {
+                    return .failure(.notFound)
+                }
+                return .success(.generated(file))
+            case .images:
+                if name == Array(ImagePath.chunkDirectory.utf8) { return .success(.chunkRoot) }
+                if ImagePath.isDigestName(name) {
+                    return .success(.image(try resolveDigest(String(decoding: name, as: UTF8.self))))
+                }
+                return .success(.image(try ImageURL(NameCodec.decode(name), keying: repository.rules.current)))
+            case .chunkRoot:
+                return try resolveChunk(name, after: "")
+            case .chunkPrefix(let prefix):
+                return try resolveChunk(name, after: prefix)
+            case .thumbnail(let node):
+                return resolveThumbnail(name, in: node)
+            case .lists, .list, .hosts, .host:
+                return resolveInLists(name, in: directory)
+            case .desktop(let node):
+                return resolveDesktop(name, in: node)
+            case .image, .generated, .listIndex:
+                return .failure(.notADirectory)
+            }
+        } catch {
+            logger.info(
+                "rejected name: \(error)", metadata: ["name": "\(String(decoding: name.prefix(300), as: UTF8.self))"])
+            return .failure(FilesystemError(error))
+        }
+    }
+
+    /// `~<sha256>`: from the registry, else from the cache (a cached URL's key is the SHA-256 of its text).
+    private func resolveDigest(_ name: String) throws(NameError) -> ImageURL {
+        if let url = registry.resolve(name) { return url }
+        if let url = repository.tiers.url(forKey: String(name.dropFirst())), ImagePath.digestName(for: url) == name {
+            return url
+        }
+        throw .unknownDigest
+    }
+
+    private func resolveChunk(_ name: [UInt8], after prefix: String) throws(NameError) -> Result<Node, FilesystemError>
+    {
+        let text = prefix + String(decoding: name, as: UTF8.self)
+        guard text.utf8.count <= 3 * ImageURL.maximumLength else { throw .tooLong(text.utf8.count / 3) }
+        if ImagePath.isContinuation(name) { return .success(.chunkPrefix(String(text.dropLast()))) }
+        let url = try ImageURL(NameCodec.decode(Array(text.utf8)), keying: repository.rules.current)
+        registry.register(url)
+        return .success(.image(url))
+    }
+
+    /// The name under `img/` that opens `url`: its plain form, or its digest name.
+    func listedName(_ url: ImageURL) -> String {
+        switch ImagePath.form(for: url, mountPointLength: 0) {
+        case .plain(let plain): plain
+        case .chunked, .digest: ImagePath.digestName(for: url)
+        }
+    }
+
+    static let controlDirectory = ".imgfs"
+}
+
+// MARK: - ImageFilesystem+Access
+
+/// Who sent a request: the user id of the calling process, as the kernel gives it with each request.
+public struct Caller: Equatable, Sendable {
+    /// The calling process's user id.
+    public var uid: UInt32
+
+    /// The caller with user id `uid`.
+    public init(uid: UInt32) {
+        self.uid = uid
+    }
+
+    /// root, who may always act.
+    public static let root = Caller(uid: 0)
+}
+
+// MARK: - Who may do what (a mount shared with `allow_other`)
+
+/// The mount's owner (the daemon's user) and root may change the caches, list what is cached or listed and read the
+/// statistics. Every other user who can reach the mount (`-o allow_other`) may only look names up and open and read
+/// the files they name (and their extended attributes): a listing of `img/` would show every cached URL, signed
+/// query strings and all. Refusals are ``FilesystemError/accessDenied`` (EACCES), as POSIX gives for the modes
+/// ``permissions(of:)`` reports, which the kernel checks too where the mount has `default_permissions`.
+extension ImageFilesystem {
+    /// Whether `caller` may change the caches and the lists and see what they hold: the mount's owner, or root.
+    public func isTrusted(_ caller: Caller) -> Bool {
+        caller.uid == 0 || caller.uid == configuration.owner
+    }
+
+    /// Whether listing `node` is the owner's alone: directories whose names come from cached or listed URLs.
+    static func listingIsPrivate(_ node: Node) -> Bool {
+        switch node {
+        case .images, .lists, .list, .hosts, .host, .thumbnail(.size): true
+        case .desktop(let desktop): !desktop.isFile
+        case .root, .chunkRoot, .chunkPrefix, .control, .generated, .image, .thumbnail(.root), .thumbnail(.formatRoot),
+            .thumbnail(.image), .listIndex:
+            false
+        }
+    }
+
+    /// The permission bits `stat` shows for `node`, owned by the daemon's user. They say the same as the checks:
+    /// `img/` and `thumb/<px>/` are 0711 (the owner lists them and `rm` evicts in them; others only open names),
+    /// `lists/`, a list, `hosts/` and a host 0511, `.imgfs/` 0755 (the owner purges by setting its attribute), its
+    /// statistics 0400, images and thumbnails 0444, other directories 0555.
+    static func permissions(of node: Node) -> UInt16 {
+        switch node {
+        case .images, .thumbnail(.size): 0o711
+        case .lists, .list, .hosts, .host: 0o511
+        case .desktop(let desktop): desktop.isFile ? 0o444 : 0o511
+        case .control: 0o755
+        case .generated, .listIndex: 0o400
+        case .image, .thumbnail(.image): 0o444
+        case .root, .chunkRoot, .chunkPrefix, .thumbnail(.root), .thumbnail(.formatRoot): 0o555
+        }
+    }
+
+    /// ``FilesystemError/accessDenied`` when `caller` may not list `node`.
+    func checkListing(_ node: Node, by caller: Caller) -> FilesystemError? {
+        Self.listingIsPrivate(node) && !isTrusted(caller) ? .accessDenied : nil
+    }
+}
+
+// MARK: - Attributes
+
+/// What `stat` shows for one inode.
+public struct Attributes: Equatable, Sendable {
+    /// A directory or a regular file.
+    public enum Kind: Equatable, Sendable { case directory, file }
+
+    /// The inode number.
+    public var inode: UInt64
+    /// Directory or file.
+    public var kind: Kind
+    /// The size in bytes (a directory's is 0).
+    public var size: Int
+    /// Permission bits (``ImageFilesystem/permissions(of:)``): 0444 for images, 0555 or less for directories.
+    public var permissions: UInt16
+    /// The modification time.
+    public var modified: Date
+    /// The number of hard links (`st_nlink`).
+    public var linkCount: Int
+
+    /// Attributes with the given fields.
+    public init(inode: UInt64, kind: Kind, size: Int, permissions: UInt16, modified: Date, linkCount: Int) {
+        self.inode = inode
+        self.kind = kind
+        self.size = size
+        self.permissions = permissions
+        self.modified = modified
+        self.linkCount = linkCount
+    }
+}
+
+/// The answer to a lookup: the inode's attributes and how long the kernel may keep them.
+public struct Entry: Equatable, Sendable {
+    /// The inode's attributes.
+    public var attributes: Attributes
+    /// Seconds the kernel may cache the name → inode binding.
+    public var entryTimeout: Double
+    /// Seconds the kernel may cache the attributes; 0 while an image's size is not yet known.
+    public var attributeTimeout: Double
+
+    /// An entry with the given attributes and timeouts.
+    public init(attributes: Attributes, entryTimeout: Double, attributeTimeout: Double) {
+        self.attributes = attributes
+        self.entryTimeout = entryTimeout
+        self.attributeTimeout = attributeTimeout
+    }
+}
+
+/// One name in a directory listing.
+public struct DirectoryEntry: Equatable, Sendable {
+    /// The name within the directory.
+    public var name: String
+    /// The inode number it names.
+    public var inode: UInt64
+    /// Directory or file.
+    public var kind: Attributes.Kind
+
+    /// An entry with the given fields.
+    public init(name: String, inode: UInt64, kind: Attributes.Kind) {
+        self.name = name
+        self.inode = inode
+        self.kind = kind
+    }
+}

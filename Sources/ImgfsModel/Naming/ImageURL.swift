@@ -164,3 +164,198 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         return (String(decoding: hostBytes, as: UTF8.self).lowercased(), port)
     }
 }
+
+// MARK: - ImageURL+Priority
+
+// MARK: - The background mark: a fragment that asks for a low-priority transfer
+
+extension ImageURL {
+    /// The fragment `imgfs prefetch` adds to the names it reads: their transfers wait behind every other class.
+    public static let backgroundFragment = "imgfs-background"
+    private static let backgroundSuffix = "#" + backgroundFragment
+
+    /// ``FetchPriority/background`` when the URL's fragment is ``backgroundFragment``, else ``FetchPriority/waited``.
+    /// Fragments are never sent, so the mark changes only the admission order, never the image.
+    public var requestedPriority: FetchPriority {
+        string.hasSuffix(Self.backgroundSuffix) ? .background : .waited
+    }
+
+    /// This URL with the background mark in place of its fragment.
+    public var markedBackground: ImageURL {
+        sameResource(resourceKey + "#" + Self.backgroundFragment)
+    }
+}
+
+// MARK: - FetchPriority
+
+/// How urgently a transfer is wanted; transfers wait for admission by class, most urgent first, FIFO within a class.
+///
+/// Guarantees: the order is total and fixed: ``waited`` before ``readAhead`` before ``background``.
+public enum FetchPriority: Int, Comparable, Sendable, CaseIterable {
+    /// Someone waits for it now: an open, a read, a stat or a lookup.
+    case waited = 0
+    /// Loaded ahead of a viewer stepping through a list; nobody waits for it yet.
+    case readAhead = 1
+    /// Warming the cache (`imgfs prefetch`); nobody waits for it.
+    case background = 2
+
+    /// Whether `lhs` goes before `rhs`: a lower raw value is more urgent.
+    public static func < (lhs: FetchPriority, rhs: FetchPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+// MARK: - ImagePath
+
+/// The long-URL scheme: how any http(s) URL up to ``ImageURL/maximumLength`` bytes gets a path that every program
+/// can open, with each component at most 255 bytes and the whole path under `PATH_MAX` (4096).
+///
+/// Three forms, the first that fits is used (see docs/SEMANTICS.md):
+/// - plain: `img/<encoded>` when the encoded URL fits in one 255-byte component;
+/// - chunked: `img/+/<c1>+/<c2>+/…/<cN>`: the encoded URL cut into 254-byte pieces, every piece but the last followed
+///   by a `+` (which the encoder never leaves unescaped); stateless, used when the whole path fits;
+/// - digest: `img/~<sha256 of the URL>`: a short name that the mount resolves from its registry; `imgfs path`
+///   registers the URL first by walking the chunked form one directory at a time, which no path limit applies to.
+public enum ImagePath {
+    /// The directory, under the mount root, that holds the images.
+    public static let imagesDirectory = "img"
+    /// The directory, under ``imagesDirectory``, that starts a chunked name.
+    public static let chunkDirectory = "+"
+    /// What starts a digest name.
+    public static let digestPrefix = "~"
+    /// The longest file-name component the scheme produces.
+    public static let componentLimit = 255
+    /// The longest path the scheme produces, in bytes (PATH_MAX less its terminating NUL).
+    public static let pathLimit = 4095
+    /// Room left for the mount point when the path is printed relative to it.
+    public static let assumedMountPointLength = 512
+
+    /// One of the three forms.
+    public enum Form: Equatable, Sendable {
+        case plain(name: String)
+        case chunked(chunks: [String])
+        case digest(name: String, chunks: [String])
+
+        /// The path relative to the mount root.
+        public var relativePath: String {
+            switch self {
+            case .plain(let name), .digest(let name, _): "\(ImagePath.imagesDirectory)/\(name)"
+            case .chunked(let chunks):
+                ([ImagePath.imagesDirectory, ImagePath.chunkDirectory] + chunks).joined(separator: "/")
+            }
+        }
+    }
+
+    /// The form to use for `url`. `mountPointLength` is the byte length of the mount point the path will be joined to,
+    /// or nil when unknown (then ``assumedMountPointLength`` is reserved).
+    public static func form(for url: ImageURL, mountPointLength: Int? = nil) -> Form {
+        let encoded = NameCodec.encode(url.string)
+        if encoded.utf8.count <= componentLimit { return .plain(name: encoded) }
+        let pieces = chunks(of: encoded)
+        let chunked = Form.chunked(chunks: pieces)
+        let budget = pathLimit - (mountPointLength.map { $0 + 1 } ?? assumedMountPointLength)
+        if chunked.relativePath.utf8.count <= budget { return chunked }
+        return .digest(name: digestName(for: url), chunks: pieces)
+    }
+
+    /// The encoded URL cut into components: 254 bytes and a `+` each, the last one without the `+`.
+    public static func chunks(of encoded: String) -> [String] {
+        let bytes = Array(encoded.utf8)
+        let size = componentLimit - 1
+        return stride(from: 0, to: bytes.count, by: size).map { start in
+            let end = min(start + size, bytes.count)
+            let piece = String(decoding: bytes[start..<end], as: UTF8.self)
+            return end < bytes.count ? piece + "+" : piece
+        }
+    }
+
+    /// `~` followed by the SHA-256 of the URL text, in lower-case hex.
+    public static func digestName(for url: ImageURL) -> String {
+        digestPrefix + SHA256.hex(of: url.string.utf8)
+    }
+
+    /// Whether `name` has the shape of a digest name.
+    public static func isDigestName<Name: Collection<UInt8>>(_ name: Name) -> Bool {
+        name.count == 65 && name.first == UInt8(ascii: "~")
+            && name.dropFirst().allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// Whether a component of a chunked name continues (ends with `+`) rather than ends the URL.
+    public static func isContinuation<Name: Collection<UInt8>>(_ name: Name) -> Bool {
+        name.count > 1 && name.reversed().first == UInt8(ascii: "+")
+    }
+}
+
+// MARK: - NameCodec
+
+/// Percent-encoding between URLs and single file-name components.
+///
+/// `encode` escapes every byte except the RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`), exactly as Python's
+/// `urllib.parse.quote(url, safe='')` does, so the result never holds `/`, `+` or `%` unescaped. `decode` accepts that
+/// form and anything laxer (`encodeURIComponent` output, lower-case hex, unescaped characters), and rejects a `%`
+/// that is not followed by two hexadecimal digits and bytes that do not decode to UTF-8 text.
+public enum NameCodec {
+    /// The percent-encoded form of `text`.
+    public static func encode(_ text: String) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count * 3)
+        for byte in text.utf8 {
+            if isUnreserved(byte) {
+                out.append(byte)
+            } else {
+                out.append(UInt8(ascii: "%"))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0f)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The text that the percent-encoded `name` stands for.
+    public static func decode<Name: Collection<UInt8>>(_ name: Name) throws(NameError) -> String {
+        try decode(Array(name))
+    }
+
+    /// The text that the percent-encoded `name` stands for (every lookup decodes its name: a loop over concrete
+    /// bytes, where a generic one called from another module would go through witness calls per byte).
+    public static func decode(_ name: [UInt8]) throws(NameError) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(name.count)
+        var iterator = name.makeIterator()
+        var offset = 0
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    throw .invalidPercentEscape(offset: offset)
+                }
+                if high == 0 && low == 0 { throw .forbiddenCharacter(0) }
+                out.append(high << 4 | low)
+                offset += 3
+            } else {
+                if byte == 0 { throw .forbiddenCharacter(0) }
+                out.append(byte)
+                offset += 1
+            }
+        }
+        guard let text = String(validating: out, as: UTF8.self) else { throw .notUTF8 }
+        return text
+    }
+
+    // MARK: - Bytes
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39)
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+            || byte == UInt8(ascii: "~")
+    }
+
+    /// The value of a hexadecimal digit (either case), or nil.
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}
