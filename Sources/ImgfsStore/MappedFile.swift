@@ -12,8 +12,10 @@ import Foundation
 ///
 /// Guarantees: the mapping is private and read-only and lives as long as the value; an empty file maps to no bytes.
 /// The file must be replaced by rename, never cut short in place, while it is mapped (imgfs writes lists that way).
-package final class MappedFile: @unchecked Sendable {
-    private let base: UnsafeRawPointer?
+package final class MappedFile: Sendable {
+    /// The mapping's address (0 for an empty file), kept as a number: the mapping never moves or changes.
+    private let address: UInt
+    private var base: UnsafeRawPointer? { UnsafeRawPointer(bitPattern: address) }
     /// The file's size in bytes when it was mapped.
     package let count: Int
 
@@ -24,13 +26,13 @@ package final class MappedFile: @unchecked Sendable {
         let size = try DiskCacheIO.size(of: fd, path: path)
         count = max(0, size)
         guard count > 0 else {
-            base = nil
+            address = 0
             return
         }
-        guard let address = mmap(nil, count, PROT_READ, MAP_PRIVATE, fd, 0), address != MAP_FAILED else {
+        guard let mapped = mmap(nil, count, PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
             throw DiskCacheSystemError(operation: "mmap", path: path, code: errno)
         }
-        base = UnsafeRawPointer(address)
+        address = UInt(bitPattern: mapped)
     }
 
     deinit {
