@@ -294,7 +294,9 @@ final class OpenImage: Sendable {
             reply(.success(ImageSlice(whole.bytes, size: whole.count, offset: offset, count: count)))
         case .download(let download):
             download.read(offset: offset, count: count, interest: interest) { [self] result in
-                guard case .failure = result, case .failed = download.phase else { return reply(result) }
+                guard case .failure(let error) = result, case .failed = download.phase else { return reply(result) }
+                // The image changed under this open: another version must not finish what it began to read.
+                if case .changed = error { return reply(result) }
                 resolveAgain(offset: offset, count: count, interest: interest, reply: reply)
             }
         case .disk(let record):
