@@ -1,27 +1,11 @@
 #define _GNU_SOURCE
 #include "CVipsDesktop.h"
+#include "vips_internal.h"
 
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <vips/vips.h>
-
-/// libvips's error text (or `fallback`) on one line into `result->message`.
-static void desktop_error(imgfs_vips_result *result, const char *fallback) {
-    char *text = vips_error_buffer_copy();
-    snprintf(result->message, sizeof result->message, "%s", text != NULL && text[0] != 0 ? text : fallback);
-    g_free(text);
-    for (char *c = result->message; *c != 0; c++) {
-        if (*c == '\n') *c = ' ';
-    }
-    size_t length = strlen(result->message);
-    while (length > 0 && result->message[length - 1] == ' ') result->message[--length] = 0;
-}
-
-static void desktop_release(VipsImage **image) {
-    if (*image != NULL) g_object_unref(*image);
-    *image = NULL;
-}
 
 imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int size, int64_t max_pixels,
                                            imgfs_vips_result *result) {
@@ -30,30 +14,8 @@ imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int 
         snprintf(result->message, sizeof result->message, "libvips could not be initialised");
         return IMGFS_VIPS_UNDECODABLE;
     }
-    const char *loader = vips_foreign_find_load_buffer(data, length);
-    if (loader == NULL) {
-        vips_error_clear();
-        snprintf(result->message, sizeof result->message, "no decoder recognises the data");
-        return IMGFS_VIPS_UNDECODABLE;
-    }
-    snprintf(result->loader, sizeof result->loader, "%s", loader);
-    if (strcasestr(loader, "svg") != NULL || strcasestr(loader, "pdf") != NULL) {
-        snprintf(result->message, sizeof result->message, "%s: a vector or document format is not rasterized", loader);
-        return IMGFS_VIPS_NOT_RASTER;
-    }
-    VipsImage *header = vips_image_new_from_buffer(data, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (header == NULL) {
-        desktop_error(result, "the header cannot be read");
-        return IMGFS_VIPS_UNDECODABLE;
-    }
-    result->source_width = vips_image_get_width(header);
-    result->source_height = vips_image_get_page_height(header);
-    g_object_unref(header);
-    if ((int64_t)result->source_width * (int64_t)result->source_height > max_pixels) {
-        snprintf(result->message, sizeof result->message, "%d x %d pixels, over the limit of %lld (--tune max-pixels)",
-                 result->source_width, result->source_height, (long long)max_pixels);
-        return IMGFS_VIPS_TOO_MANY_PIXELS;
-    }
+    imgfs_vips_status checked = imgfs_vips_read_header(data, length, max_pixels, result);
+    if (checked != IMGFS_VIPS_OK) return checked;
     VipsImage *thumbnail = NULL, *srgb = NULL, *memory = NULL, *bands = NULL, *bare = NULL;
     imgfs_vips_status status = IMGFS_VIPS_UNDECODABLE;
     if (vips_thumbnail_buffer((void *)data, length, &thumbnail, size, "height", size, "size", VIPS_SIZE_DOWN,
@@ -93,16 +55,16 @@ imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int 
     status = IMGFS_VIPS_OK;
 done:
     if (status != IMGFS_VIPS_OK) {
-        desktop_error(result, "decoding failed");
+        imgfs_vips_take_error(result, "decoding failed");
         imgfs_vips_free(result->data);
         result->data = NULL;
         result->length = 0;
     }
-    desktop_release(&bare);
-    desktop_release(&bands);
-    desktop_release(&memory);
-    desktop_release(&srgb);
-    desktop_release(&thumbnail);
+    imgfs_vips_release(&bare);
+    imgfs_vips_release(&bands);
+    imgfs_vips_release(&memory);
+    imgfs_vips_release(&srgb);
+    imgfs_vips_release(&thumbnail);
     vips_thread_shutdown();
     if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
     return status;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CVipsShims.h"
+#include "vips_internal.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -31,7 +32,7 @@ int imgfs_vips_start(void) {
 
 /// Moves libvips's error text (or `fallback`) into the result, on one line. The error buffer is shared by all
 /// threads: a message may rarely carry another thread's concurrent failure too.
-static void take_error(imgfs_vips_result *result, const char *fallback) {
+void imgfs_vips_take_error(imgfs_vips_result *result, const char *fallback) {
     char *text = vips_error_buffer_copy();
     snprintf(result->message, sizeof result->message, "%s", text != NULL && text[0] != 0 ? text : fallback);
     g_free(text);
@@ -42,7 +43,7 @@ static void take_error(imgfs_vips_result *result, const char *fallback) {
     }
 }
 
-static void release(VipsImage **image) {
+void imgfs_vips_release(VipsImage **image) {
     if (*image != NULL) g_object_unref(*image);
     *image = NULL;
 }
@@ -90,8 +91,8 @@ static int encode(VipsImage *image, int format, int quality, imgfs_vips_result *
             failed = vips_jpegsave_buffer(in, &result->data, &result->length, "Q", quality, "strip", TRUE,
                                           "interlace", FALSE, NULL);
         }
-        release(&bytes);
-        release(&flat);
+        imgfs_vips_release(&bytes);
+        imgfs_vips_release(&flat);
         return failed;
     }
     case IMGFS_VIPS_FORMAT_PNG:
@@ -115,10 +116,10 @@ static int encode(VipsImage *image, int format, int quality, imgfs_vips_result *
     }
 }
 
-imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips_shape shape, int width, int height,
-                                     int attention, imgfs_vips_format format, int64_t max_pixels, int quality,
-                                     imgfs_vips_result *result) {
-    memset(result, 0, sizeof *result);
+/// The checks every decode starts with, before a pixel is decoded: a loader recognises the data (its name goes to
+/// `result->loader`), it is a raster format, its header reads, and width x height is within `max_pixels`.
+imgfs_vips_status imgfs_vips_read_header(const void *data, size_t length, int64_t max_pixels,
+                                         imgfs_vips_result *result) {
     const char *loader = vips_foreign_find_load_buffer(data, length);
     if (loader == NULL) {
         vips_error_clear();
@@ -133,7 +134,7 @@ imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips
     // The header only: no pixel is decoded before the size is checked.
     VipsImage *header = vips_image_new_from_buffer(data, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
     if (header == NULL) {
-        take_error(result, "the header cannot be read");
+        imgfs_vips_take_error(result, "the header cannot be read");
         return IMGFS_VIPS_UNDECODABLE;
     }
     result->source_width = vips_image_get_width(header);
@@ -144,6 +145,15 @@ imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips
                  result->source_width, result->source_height, (long long)max_pixels);
         return IMGFS_VIPS_TOO_MANY_PIXELS;
     }
+    return IMGFS_VIPS_OK;
+}
+
+imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips_shape shape, int width, int height,
+                                     int attention, imgfs_vips_format format, int64_t max_pixels, int quality,
+                                     imgfs_vips_result *result) {
+    memset(result, 0, sizeof *result);
+    imgfs_vips_status checked = imgfs_vips_read_header(data, length, max_pixels, result);
+    if (checked != IMGFS_VIPS_OK) return checked;
     int target_width = width > 0 ? width : 1, target_height = width > 0 ? width : 1;
     VipsSize size = VIPS_SIZE_DOWN;
     VipsInteresting crop = VIPS_INTERESTING_NONE;
@@ -174,7 +184,7 @@ imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips
     if (format == IMGFS_VIPS_FORMAT_AUTO) {
         chosen = shape == IMGFS_VIPS_SHAPE_WHOLE
             ? (vips_image_hasalpha(out) ? IMGFS_VIPS_FORMAT_PNG : IMGFS_VIPS_FORMAT_JPEG)
-            : chosen_format(loader, out);
+            : chosen_format(result->loader, out);
         if (chosen < 0) goto done;
         // An alpha channel that is opaque everywhere is dropped from a JPEG chosen here.
         if (chosen == IMGFS_VIPS_FORMAT_JPEG && vips_image_hasalpha(out)) {
@@ -189,15 +199,15 @@ imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips
     status = IMGFS_VIPS_OK;
 done:
     if (status != IMGFS_VIPS_OK) {
-        take_error(result, "decoding failed");
+        imgfs_vips_take_error(result, "decoding failed");
         imgfs_vips_free(result->data);
         result->data = NULL;
         result->length = 0;
     }
-    release(&opaque);
-    release(&memory);
-    release(&srgb);
-    release(&thumbnail);
+    imgfs_vips_release(&opaque);
+    imgfs_vips_release(&memory);
+    imgfs_vips_release(&srgb);
+    imgfs_vips_release(&thumbnail);
     // Frees the per-thread buffers libvips kept for this thread.
     vips_thread_shutdown();
     // A big decode leaves its freed rows and planes in this thread's heap (hundreds of MB after a 100-megapixel GIF,
