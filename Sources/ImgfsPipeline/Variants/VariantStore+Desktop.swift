@@ -123,31 +123,11 @@ extension VariantStore {
     private func makeDesktop(
         _ size: DesktopThumbnailSize, _ url: ImageURL, key: String, reply: @escaping VariantReply
     ) {
-        guard repository.state.withLock({ $0.inFlight.join(key, reply) }) else { return }
-        repository.metadata(url, refresh: true) { [self] result in
-            switch result {
-            case .failure(let error):
-                failed(key, .original(error))
-            case .success(let original):
-                let validator = Self.desktopValidator(size, original)
-                if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
-                    return finish(key, .success(renewed(cached, key: key, url: url)))
-                }
-                if let failure = repository.state.withLock({ $0.failures.recent(key, validator: validator) }) {
-                    return finish(key, .failure(failure))
-                }
-                whenOriginalArrived(url) { [self] arrived in
-                    switch arrived {
-                    case .failure(let error):
-                        failed(key, .original(error))
-                    case .success(let body):
-                        workers.submit { [self] in
-                            produceDesktop(size, url, key: key, original: original, arrived: body)
-                        }
-                    }
-                }
-            }
-        }
+        make(
+            url, key: key, validator: { Self.desktopValidator(size, $0) }, reply: reply,
+            produce: { [self] original, _, body in
+                produceDesktop(size, url, key: key, original: original, arrived: body)
+            })
     }
 
     /// On a worker: decodes the whole original into the PNG and files it (as

@@ -10,13 +10,27 @@ extension VariantStore {
     /// already, the whole original is waited for here, outside the pool, and only then is a worker given the variant
     /// to decode.
     func make(_ kind: VariantKind, _ url: ImageURL, key: String, reply: @escaping VariantReply) {
+        make(
+            url, key: key, validator: { Self.validator(kind, $0) }, reply: reply,
+            produce: { [self] original, validator, body in
+                produce(kind, url, key: key, original: original, validator: validator, arrived: body)
+            })
+    }
+
+    /// ``make(_:_:key:reply:)`` for any product of the original: `validator` names the version a cached product
+    /// must carry, and `produce` runs on a worker with the original's metadata, that validator and its bytes.
+    func make(
+        _ url: ImageURL, key: String, validator: @escaping @Sendable (ImageMetadata) -> String,
+        reply: @escaping VariantReply,
+        produce: @escaping @Sendable (ImageMetadata, String, ImageSlice?) -> Void
+    ) {
         guard repository.state.withLock({ $0.inFlight.join(key, reply) }) else { return }
         repository.metadata(url, refresh: true) { [self] result in
             switch result {
             case .failure(let error):
                 failed(key, .original(error))
             case .success(let original):
-                let validator = Self.validator(kind, original)
+                let validator = validator(original)
                 if let cached = cachedVariant(key, counting: false), cached.metadata.etag == validator {
                     return finish(key, .success(renewed(cached, key: key, url: url)))
                 }
@@ -28,9 +42,7 @@ extension VariantStore {
                     case .failure(let error):
                         failed(key, .original(error))
                     case .success(let body):
-                        workers.submit { [self] in
-                            produce(kind, url, key: key, original: original, validator: validator, arrived: body)
-                        }
+                        workers.submit { produce(original, validator, body) }
                     }
                 }
             }
