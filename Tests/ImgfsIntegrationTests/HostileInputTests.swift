@@ -114,6 +114,8 @@ struct HostileInputTests {
                 PosixFile.read(mount.path(url)) == .success(image)
             }
             #expect(reread, "the 100-byte prefix was cached as the image")
+            // The whole image's own disk write (a temporary file, then a rename) ends first.
+            #expect(mount.waitForStatistics { $0["repository.disk_entries"] == 1 })
             let files = FileManager.default.enumerator(atPath: mount.cacheDirectory)?.allObjects as? [String] ?? []
             #expect(files.contains { $0.hasSuffix(".tmp") } == false)
         }
