@@ -81,6 +81,13 @@ final class FuseOperations: @unchecked Sendable {
                 operations.logger.notice(
                     "the kernel serializes lookups per directory: lookups do not wait for the network")
             }
+            // Every read of a listing is a READDIRPLUS, not only its first (the AUTO mode): the entries imgfs knows
+            // without the network come with their attributes, so `ls -l` or scandir + stat of a probed list of any
+            // size makes no lookup for them.
+            if conn!.pointee.capable & UInt32(FUSE_CAP_READDIRPLUS) != 0 {
+                conn!.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
+                conn!.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+            }
             // The kernel keeps the smaller of this and the device's read-ahead, which the mount has just set.
             if operations.maxReadAhead > 0 { conn!.pointee.max_readahead = operations.maxReadAhead }
             // The INIT answer turns passthrough on whenever the kernel offers it and it was asked for (CFuseShims).
@@ -220,6 +227,11 @@ final class FuseOperations: @unchecked Sendable {
         ops.readdir = { req, _, size, offset, info in
             DirectoryReply.send(
                 Request(req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
+                capacity: size)
+        }
+        ops.readdirplus = { req, _, size, offset, info in
+            DirectoryReply.sendPlus(
+                Request(req!), filesystem: context(req).filesystem, handle: info!.pointee.fh, from: Int(offset),
                 capacity: size)
         }
         ops.releasedir = { req, _, info in
@@ -369,6 +381,44 @@ private enum DirectoryReply {
             }
         }
         request.reply(buffer: buffer, count: used)
+    }
+
+    /// The smallest entry of a READDIRPLUS answer: `struct fuse_direntplus` (a `fuse_entry_out`, then a `fuse_dirent`
+    /// whose name starts at byte 24) with a one-byte name, padded to 8 bytes.
+    static let smallestPlusEntry = 128 + 24 + 8
+
+    /// Packs the entries of a READDIRPLUS answer: an entry the filesystem answers as a lookup would carries that answer
+    /// (and counts as a lookup, which the kernel forgets later); the others carry node id 0, which the kernel takes as
+    /// a plain directory entry (it looks the name up when it is used). Only the entries that fit are counted, and none
+    /// when the answer does not reach the kernel.
+    static func sendPlus(
+        _ request: consuming Request, filesystem: ImageFilesystem, handle: UInt64, from offset: Int, capacity: Int
+    ) {
+        var buffer = [CChar](repeating: 0, count: capacity)
+        var used = 0
+        var counted: [UInt64] = []
+        let raw = request.withRaw { $0 }
+        buffer.withUnsafeMutableBufferPointer { pointer in
+            filesystem.readDirectoryPlus(handle, from: offset, limit: capacity / smallestPlusEntry + 1) { offer in
+                var parameters = fuse_entry_param()
+                if let lookup = offer.lookup {
+                    parameters = StatConversion.entryParameters(lookup)
+                } else {
+                    // ino 0: no entry, only the name, d_ino and d_type.
+                    parameters.attr.st_ino = UInt(offer.entry.inode)
+                    parameters.attr.st_mode = offer.entry.kind == .directory ? S_IFDIR : S_IFREG
+                }
+                let needed = fuse_add_direntry_plus(
+                    raw, pointer.baseAddress! + used, capacity - used, offer.entry.name, &parameters, off_t(offer.next))
+                guard needed <= capacity - used else { return false }
+                used += needed
+                if let lookup = offer.lookup { counted.append(lookup.attributes.inode) }
+                return true
+            }
+        }
+        if request.reply(buffer: buffer, count: used) != 0 {
+            for inode in counted { filesystem.forget(inode, count: 1) }
+        }
     }
 }
 

@@ -52,12 +52,7 @@ struct Request: ~Copyable, Sendable {
     }
 
     consuming func reply(entry: Entry) {
-        var parameters = fuse_entry_param()
-        parameters.ino = fuse_ino_t(entry.attributes.inode)
-        parameters.generation = 1
-        parameters.attr = StatConversion.stat(entry.attributes)
-        parameters.attr_timeout = entry.attributeTimeout
-        parameters.entry_timeout = entry.entryTimeout
+        var parameters = StatConversion.entryParameters(entry)
         fuse_reply_entry(raw, &parameters)
         discard self
     }
@@ -97,10 +92,13 @@ struct Request: ~Copyable, Sendable {
         discard self
     }
 
-    /// The first `count` bytes of `buffer` (a directory listing), copied by libfuse.
-    consuming func reply(buffer: [CChar], count: Int) {
-        fuse_reply_buf(raw, buffer, count)
+    /// The first `count` bytes of `buffer` (a directory listing), copied by libfuse. Returns libfuse's result
+    /// (non-zero when the answer did not reach the kernel).
+    @discardableResult
+    consuming func reply(buffer: [CChar], count: Int) -> Int32 {
+        let result = fuse_reply_buf(raw, buffer, count)
         discard self
+        return result
     }
 
     consuming func reply(statfs info: statvfs) {
@@ -163,6 +161,17 @@ final class PendingReply: Sendable {
 
 /// Attributes as `struct stat`.
 enum StatConversion {
+    /// A lookup's answer as libfuse takes it (LOOKUP, and the entries of READDIRPLUS).
+    static func entryParameters(_ entry: Entry) -> fuse_entry_param {
+        var parameters = fuse_entry_param()
+        parameters.ino = fuse_ino_t(entry.attributes.inode)
+        parameters.generation = 1
+        parameters.attr = stat(entry.attributes)
+        parameters.attr_timeout = entry.attributeTimeout
+        parameters.entry_timeout = entry.entryTimeout
+        return parameters
+    }
+
     static func stat(_ attributes: Attributes) -> Glibc.stat {
         var status = Glibc.stat()
         status.st_ino = UInt(attributes.inode)

@@ -112,6 +112,8 @@ extension ImageFilesystem {
             let pid: Int32
             let uptimeSeconds: Int
             let knownInodes: Int
+            let lookups: Int
+            let listedWithAttributes: Int
             let placeholdersServed: Int
             let repository: RepositoryStatistics
             let lists: [ReadAhead.Named]?
@@ -123,6 +125,8 @@ extension ImageFilesystem {
         let document = Document(
             pid: ProcessInfo.processInfo.processIdentifier,
             uptimeSeconds: Int(Date().timeIntervalSince(startTime)), knownInodes: inodes.count,
+            lookups: lookupCount.load(ordering: .relaxed),
+            listedWithAttributes: listedWithAttributes.load(ordering: .relaxed),
             placeholdersServed: placeholder?.served ?? 0, repository: repository.statistics(),
             lists: lists?.readAhead.counters(), warming: lists?.warmer?.counters(), hosts: lists?.hosts.statistics(),
             variants: variants?.statistics(), reload: reloadStatus?.snapshot())

@@ -193,11 +193,16 @@ public final class ListDirectories: Sendable {
         guard let images = store.list(list), let index = images.index(of: name),
             let url = images.entries[index].url(keying: rules)
         else { return nil }
+        remember(url, inList: list, at: index)
+        return url
+    }
+
+    /// Remembers that `url` was looked up (or listed with its attributes) as entry `index` of list `list`.
+    func remember(_ url: ImageURL, inList list: String, at index: Int) {
         positions.withLock { positions in
             if positions.count >= Self.positionLimit { positions.removeAll() }
             positions[url] = (list, index)
         }
-        return url
     }
 
     /// Installs what tells how many file handles are open on an image (a jump never calls off an open file's transfer).
@@ -358,13 +363,14 @@ extension OpenCounting {
 
 extension ImageFilesystem {
     /// The entry of a list's image answered from what its list knows (``EntryFacts``), when the repository neither
-    /// holds nor fetches it nor remembers its failure: a `stat` after a remount costs no request.
-    func entryFromFacts(_ url: ImageURL) -> Entry? {
+    /// holds nor fetches it nor remembers its failure: a `stat` after a remount costs no request. For a lookup (no
+    /// `inode`) the answer counts one kernel reference; a getattr passes the inode it asks about and counts none.
+    func entryFromFacts(_ url: ImageURL, inode: UInt64? = nil) -> Entry? {
         // The list's facts first: a lookup in the position table, nothing for an image never looked up in a list.
         guard let lists, let facts = lists.facts(of: url), facts.status == .ok, let metadata = Self.metadata(facts),
             !repository.isKnown(url)
         else { return nil }
-        return imageEntry(inodes.lookUp(.image(url)), metadata)
+        return imageEntry(inode ?? inodes.lookUp(.image(url)), metadata)
     }
 
     /// The metadata a usable entry's facts stand for.

@@ -2,6 +2,7 @@ import Foundation
 import ImgfsModel
 import ImgfsPipeline
 import Logging
+import Synchronization
 
 /// The filesystem's operations, free of FUSE: what each kernel request means for imgfs.
 ///
@@ -98,6 +99,10 @@ public final class ImageFilesystem: Sendable {
     let formatViewNameIndex = FormatViewNameIndex()
     /// What writes opened list entries' thumbnails into the user's cache (`--tune desktop-thumbnails=on`).
     let desktopFeeder = Locked<DesktopCacheFeeder?>(nil)
+    /// The lookups asked (stats.json's `lookups`) and the entries a listing handed to the kernel with a lookup's
+    /// answer instead (`listed_with_attributes`, ``readDirectoryPlus(_:from:limit:add:)``).
+    let lookupCount = Atomic<Int>(0)
+    let listedWithAttributes = Atomic<Int>(0)
 
     /// A file system over `repository`, naming long URLs through `registry`; the variants, lists, placeholder and
     /// reload status are served when given.
@@ -140,6 +145,7 @@ public final class ImageFilesystem: Sendable {
         parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
         reply: @escaping EntryReply
     ) {
+        lookupCount.add(1, ordering: .relaxed)
         guard let directory = inodes.node(parent) else { return reply(.failure(.stale)) }
         let reply = browseReply(in: directory, reply)
         switch resolve(name, in: directory) {
@@ -207,7 +213,7 @@ public final class ImageFilesystem: Sendable {
         guard let node = inodes.node(inode) else { return reply(.failure(.stale)) }
         switch node {
         case .image(let url):
-            if let known = entryFromFacts(url) { return reply(.success(known)) }
+            if let known = entryFromFacts(url, inode: inode) { return reply(.success(known)) }
             // With no transfer under way, a stat costs a probe; an open's transfer, if there is one, answers it.
             repository.metadata(url, refresh: false, interest: interest, start: .probe) { [self] result in
                 reply(orPlaceholder(inode, result.map { imageEntry(inode, $0) }.mapError { $0.filesystemError }))

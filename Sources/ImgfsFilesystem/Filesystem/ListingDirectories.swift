@@ -32,6 +32,11 @@ final class ListingDirectories: Sendable {
         }
     }
 
+    /// The directory the listing `handle` is of, while it is open.
+    func directory(of handle: UInt64) -> UInt64? {
+        state.withLock { $0.directories[handle] }
+    }
+
     /// Whether some listing of `directory` is open now.
     func isListed(_ directory: UInt64) -> Bool {
         state.withLock { $0.open[directory] != nil }

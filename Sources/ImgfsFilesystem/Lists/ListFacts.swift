@@ -52,6 +52,26 @@ public final class ListFacts: Sendable {
         return EntryFacts(record: record, urlText: urlText)
     }
 
+    /// The facts of the entries at `positions`, read with one `pread` (a listing's page): by position, for the records
+    /// written (``facts(at:urlText:)`` checks each against `urlText(position)`, asked only of positions with a record).
+    /// Empty when there is no facts file.
+    public func facts(in positions: Range<Int>, urlText: (Int) -> String) -> [Int: EntryFacts] {
+        let size = EntryFacts.recordSize
+        guard !positions.isEmpty, positions.lowerBound >= 0, positions.upperBound < Int.max / size, let fd = file(),
+            let bytes = try? DiskCacheIO.read(
+                fd, count: positions.count * size, at: positions.lowerBound * size, path: path)
+        else { return [:] }
+        var found: [Int: EntryFacts] = [:]
+        for (offset, start) in stride(from: 0, to: bytes.count - size + 1, by: size).enumerated() {
+            let record = bytes[start..<(start + size)]
+            // An entry never looked at is a hole: its URL's hash (never 0) is missing.
+            guard record.prefix(8).contains(where: { $0 != 0 }) else { continue }
+            let position = positions.lowerBound + offset
+            if let facts = EntryFacts(record: record, urlText: urlText(position)) { found[position] = facts }
+        }
+        return found
+    }
+
     /// Records `facts` for the entry at `index` whose URL text is `urlText`; false when it could not be written.
     @discardableResult
     public func record(_ facts: EntryFacts, at index: Int, urlText: String) -> Bool {
