@@ -89,6 +89,7 @@ public final class FuseMount {
         }
         let notifier = SessionNotifier(session: session)
         filesystem.onInvalidate { inode in notifier.invalidate(inode) }
+        filesystem.onInvalidateEntry { parent, name in notifier.invalidateEntry(parent, name: name) }
         operations.storeInKernel = { inode, preload in
             notifier.store(inode, preload.bytes)
             // A new body that arrived while storing: drop what was stored (its invalidation may have come first).

@@ -456,6 +456,13 @@ final class SessionNotifier: @unchecked Sendable {
         }
     }
 
+    /// Drops the kernel's name `name` in directory `parent` (and, for a directory, the names it caches below it).
+    func invalidateEntry(_ parent: UInt64, name: String) {
+        withOpenSession { session in
+            _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), name, name.utf8.count)
+        }
+    }
+
     /// Puts `slice` (from offset 0) into the kernel's page cache of `inode`, marked up to date.
     func store(_ inode: UInt64, _ slice: ImageSlice) {
         withOpenSession { session in

@@ -115,6 +115,26 @@ struct ListingAttributesTests {
         #expect(!mount.log.contains("Fatal error"))
     }
 
+    @Test("a list replaced under the same names: its entries, kept long by the kernel, are looked up anew")
+    func replacedList() throws {
+        let fixture = try ListFixture()
+        defer { fixture.stop() }
+        let other = fixture.icons[5]
+        #expect(other.count != fixture.icons[0].count)
+        fixture.origin.route(prefix: "/w/") { _ in .ok(other, contentType: "image/png") }
+        #expect(try fixture.add("swap", "\(fixture.url(0))\n\(fixture.url(1))\n").status == 0)
+        let directory = "\(fixture.mount.mountPoint)/lists/swap"
+        let entry = "\(directory)/00001-0.png"
+        _ = try Self.listed(directory)
+        #expect(PosixFile.size(entry) == .success(fixture.icons[0].count))
+        // The same name now stands for another URL (another image).
+        let text = "\(fixture.origin.baseURL)/w/0.png\n\(fixture.url(1))\n"
+        #expect(try fixture.add("swap", text, extra: ["--no-probe"]).status == 0)
+        #expect(try fixture.ls("lists/swap") == ["00001-0.png", "00002-1.png"])
+        let renewed = Poll.until(timeout: 5, interval: 0.05) { PosixFile.size(entry) == .success(other.count) }
+        #expect(renewed, "the entry answers for the new URL within the names' second")
+    }
+
     @Test("a host's folder: the cached images come with their attributes")
     func hostFolder() throws {
         let fixture = try ListFixture()

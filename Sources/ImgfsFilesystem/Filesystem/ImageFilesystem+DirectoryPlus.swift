@@ -54,14 +54,14 @@ extension ImageFilesystem {
         case .hosts:
             return { [self] name, _ in
                 guard case .success(.host(let host)) = resolve(Array(name.utf8), in: directory) else { return nil }
-                return Self.browseEntry(directoryEntry(inodes.lookUp(.host(host))))
+                return Self.browseEntry(directoryEntry(inodes.lookUp(.host(host))), in: directory)
             }
         case .host:
             return { [self] name, _ in
                 guard case .success(.image(let url)) = resolve(Array(name.utf8), in: directory),
                     let metadata = repository.settledMetadata(url)
                 else { return nil }
-                return Self.browseEntry(imageEntry(inodes.lookUp(.image(url)), metadata))
+                return Self.browseEntry(imageEntry(inodes.lookUp(.image(url)), metadata), in: directory)
             }
         default:
             return nil
@@ -80,30 +80,38 @@ extension ImageFilesystem {
         let indices = page.map { $0.next - 1 - leading.count }.filter { $0 >= 0 && $0 < current.entries.count }
         guard let first = indices.min(), let last = indices.max() else { return nil }
         let known = facts.facts(in: first..<(last + 1)) { current.entries[$0].urlText }
-        let directory = Node.list(name)
+        let rules = repository.rules.current
         return { [self] entryName, next in
             let index = next - 1 - leading.count
-            // Resolved as a lookup resolves it (which remembers the entry's position in the list).
-            guard let facts = known[index], let usable = Self.metadata(facts),
-                case .success(.image(let url)) = resolve(Array(entryName.utf8), in: directory),
-                url.string == current.entries[index].urlText
+            // Resolved as a lookup resolves the name (``resolveInLists(_:in:)``: the index file and the thumbnail
+            // repository first, then the list's first entry of that name), and its position remembered as a lookup
+            // remembers it; the list is the one the page was checked against.
+            guard let facts = known[index], let usable = Self.metadata(facts), entryName != ListIndex.fileName,
+                repositoryNode(Array(entryName.utf8), in: .list(name)) == nil,
+                current.index(of: entryName) == index, let url = current.entries[index].url(keying: rules)
             else { return nil }
+            lists.remember(url, inList: name, at: index)
             // As ``lookup(parent:name:waitForSize:interest:reply:)``: the facts while the repository knows nothing of
             // the image, else what it serves without the network, and nothing when only the network can tell.
             if !repository.isKnown(url) {
-                return Self.browseEntry(imageEntry(inodes.lookUp(.image(url)), usable))
+                return imageEntry(inodes.lookUp(.image(url)), usable)
             }
             guard let metadata = repository.settledMetadata(url) else { return nil }
-            let entry = Self.browseEntry(imageEntry(inodes.lookUp(.image(url)), metadata))
+            let entry = imageEntry(inodes.lookUp(.image(url)), metadata)
             learn(url)
             return entry
         }
     }
 
-    /// `entry` as a lookup under `lists/` or `hosts/` answers it (``browseReply(in:_:)``).
-    static func browseEntry(_ entry: Entry) -> Entry {
+    /// `entry` as a lookup in `directory` under `lists/` or `hosts/` answers it (``browseReply(in:_:)``): the entries
+    /// of a list keep their timeout, other names there are kept for ``browseEntryTimeout``.
+    static func browseEntry(_ entry: Entry, in directory: Node) -> Entry {
+        if case .list = directory { return entry }
         var entry = entry
         entry.entryTimeout = min(entry.entryTimeout, browseEntryTimeout)
         return entry
     }
+
+    /// Where the kernel is told to drop names: off the FUSE threads, in order.
+    static let invalidations = DispatchQueue(label: "imgfs.entry-invalidations")
 }

@@ -52,8 +52,10 @@ extension ImageFilesystem {
         return lines.map { $0 + "\n" }.joined()
     }
 
-    /// Seconds the kernel may keep a name found under `lists/` or `hosts/`: lists change and are removed, and the host
-    /// view follows the caches.
+    /// Seconds the kernel may keep a name found under `lists/` (a list) or `hosts/`: lists change and are removed, and
+    /// the host view follows the caches. The entries of a list are kept as long as names under `img/`: a list whose
+    /// file changed has its name dropped in the kernel, with every entry below it, at the next lookup of its name
+    /// (``resolveInLists(_:in:)``), which every path through it makes at least once a second.
     static let browseEntryTimeout = 1.0
 
     /// `reply`, with the entry timeout of names under `lists/` and `hosts/` when `directory` is one of them; in a list
@@ -63,12 +65,7 @@ extension ImageFilesystem {
         case .lists, .list, .hosts, .host, .desktop:
             let listed = directory != .lists && directory != .hosts
             return { result in
-                reply(
-                    result.map { entry in
-                        var entry = entry
-                        entry.entryTimeout = min(entry.entryTimeout, Self.browseEntryTimeout)
-                        return entry
-                    }.mapError { listed ? $0.asListedEntry : $0 })
+                reply(result.map { Self.browseEntry($0, in: directory) }.mapError { listed ? $0.asListedEntry : $0 })
             }
         default:
             return reply
@@ -86,8 +83,12 @@ extension ImageFilesystem {
         let text = String(decoding: name, as: UTF8.self)
         switch directory {
         case .lists:
-            guard lists.store.list(text, recheck: true) != nil else { return .failure(.notFound) }
+            guard let list = lists.store.list(text, recheck: true) else {
+                lists.versions.forget(text)
+                return .failure(.notFound)
+            }
             lists.warmer?.listLookedUp(text)
+            noteVersion(list)
             return .success(.list(text))
         case .list(let list):
             if text == ListIndex.fileName { return .success(.listIndex(list)) }
@@ -106,6 +107,15 @@ extension ImageFilesystem {
         }
     }
 
+    /// `list` was found for a lookup of its name or a listing: if it replaced the version found before, the kernel is
+    /// told to drop the list's name with every entry below it (after this request's answer: never while the kernel
+    /// waits for it), so the next path through it looks the entries up in the new list.
+    private func noteVersion(_ list: ImageList) {
+        guard let lists, lists.versions.changed(list.name, to: list), let drop = entryInvalidation.withLock({ $0 })
+        else { return }
+        Self.invalidations.async { drop(InodeTable.listsInode, list.name) }
+    }
+
     /// The listing of `lists/` or of a list's directory: names only, never the network.
     func listingInLists(_ directory: Node, leading: [DirectoryEntry]) -> DirectoryListing {
         guard let lists else { return .entries(leading) }
@@ -120,6 +130,7 @@ extension ImageFilesystem {
         case .list(let name):
             // A snapshot of the list, named a page at a time as it is read.
             guard let list = lists.store.list(name, recheck: true) else { return .entries(leading) }
+            noteVersion(list)
             return .list(leading: leading, list: list)
         case .hosts:
             return .entries(
@@ -169,6 +180,8 @@ public final class ListDirectories: Sendable {
     public let readAhead: ReadAhead
     /// The per-host view, `hosts/`.
     public let hosts: HostDirectories
+    /// The version of each list its last lookup found.
+    let versions = ListVersions()
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
     let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000

@@ -87,6 +87,8 @@ public final class ImageFilesystem: Sendable {
     /// The open files: images and generated files, by handle; the one count of open handles per image.
     let handles = HandleTable()
     private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
+    /// What tells the kernel to drop a name (and, for a directory, every name it caches below it).
+    let entryInvalidation = Locked<(@Sendable (UInt64, String) -> Void)?>(nil)
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
@@ -128,6 +130,12 @@ public final class ImageFilesystem: Sendable {
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
     public func onInvalidate(_ handler: @escaping @Sendable (UInt64) -> Void) {
         invalidation.withLock { $0 = handler }
+    }
+
+    /// Installs what tells the kernel to drop the name `name` in directory `parent` with the names below it (called
+    /// off FUSE threads, never while a request waits for it).
+    public func onInvalidateEntry(_ handler: @escaping @Sendable (UInt64, String) -> Void) {
+        entryInvalidation.withLock { $0 = handler }
     }
 
     // MARK: - Names
