@@ -121,6 +121,30 @@ struct DirectoryPlusTests {
         filesystem.closeDirectory(handle)
     }
 
+    @Test("a list's entries are kept long; a lookup that finds the list replaced has the kernel drop its name")
+    func replacedList() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dropped = Replies<String>()
+        filesystem.onInvalidateEntry { parent, name in
+            if parent == InodeTable.listsInode { dropped.record(name) }
+        }
+        let list = try lookUp(InodeTable.listsInode, "l")
+        #expect(list.entryTimeout <= 1, "a list's own name is kept a second")
+        #expect(try lookUp(list.attributes.inode, "a.png").entryTimeout > 1)
+        _ = try lookUp(InodeTable.listsInode, "l")
+        let url = try ImageURL("\(Self.base)/other.png")
+        try store.save(ImageList(name: "l", entries: [.init(name: "a.png", url: url)]))
+        _ = try lookUp(InodeTable.listsInode, "l")
+        let told = (0..<200).contains { _ in
+            usleep(10_000)
+            return dropped.all == ["l"]
+        }
+        #expect(told, "\(dropped.all)")
+        _ = try lookUp(InodeTable.listsInode, "l")
+        usleep(50_000)
+        #expect(dropped.all == ["l"], "once per new version")
+    }
+
     @Test("hosts/ and a host's folder: hosts and cached images carry a lookup's answer")
     func hosts() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
