@@ -143,4 +143,38 @@ struct LookupProbeTests {
             #expect(ranges == [nil, nil], "nothing to continue safely: the read starts over")
         }
     }
+
+    @Test("over HTTP/2 too: a stat by path stops after the probe, a read then continues with a range")
+    func overHTTP2() throws {
+        let image = try Self.hugeImage(seed: 7)
+        // `combined` lines: the request's status (9th field) and $body_bytes_sent (10th), logged when it ends.
+        let log = "/tmp/imgfs-h2-bytes-\(getpid())-\(UUID().uuidString.prefix(8)).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let origin = try TLSTests.TLSOrigin(
+            files: ["h.jpg": image], locations: "location / { access_log \(log) combined; }")
+        defer { origin.stop() }
+        let mount = try MountedImgfs(arguments: ["--insecure"])
+        defer { mount.stop() }
+        func served(atLeast count: Int) -> [(protocol: String, status: String, bytes: Int)] {
+            func lines() -> [[String]] {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map {
+                    $0.split(separator: " ").map(String.init)
+                }
+            }
+            Poll.until(timeout: 5) { lines().count >= count }
+            return lines().compactMap { $0.count > 9 ? ($0[7], $0[8], Int($0[9]) ?? -1) : nil }
+        }
+        let file = mount.path(origin.baseURL + "/h.jpg")
+        #expect(PosixFile.size(file) == .success(image.count))
+        usleep(Self.afterGrace)
+        #expect(Self.reads(file, image), "the exact image")
+        // nginx logs the stat's stream once it hears of its end: when the connection is used again, by the read.
+        let served = served(atLeast: 2)
+        #expect(served.allSatisfy { $0.protocol == "HTTP/2.0\"" })
+        #expect(served.map(\.status) == ["200", "206"], "the stat's GET, then the rest after the probe's bytes")
+        let sentForStat = served.first?.bytes ?? -1
+        #expect(sentForStat >= 0 && sentForStat < image.count / 4, "stat: \(sentForStat) bytes sent")
+        #expect(served.last?.bytes == image.count - Self.probe)
+        print("stat by path over HTTP/2 of \(image.count) bytes: nginx sent \(sentForStat) bytes")
+    }
 }
