@@ -18,10 +18,9 @@ import ImgfsPipeline
 /// whole image and, at the probe's end, goes on when the observer wants the rest, else hands over exactly the probe's
 /// bytes and pauses (``isPaused``) until ``resume()`` (the bytes curl holds meanwhile are handed on after the probe's,
 /// never twice) or ``endAtProbe()`` (the same end as a cut-off probe's). A final non-2xx response is aborted at its
-/// header. Every
-/// address is checked against the policy before a socket is opened to it, and every request, redirects included,
-/// after connecting and before anything is sent; a URL whose host cannot be read is refused when the policy restricts
-/// hosts.
+/// header. Every address is checked against the policy before a socket is opened to it, and every request, redirects
+/// included, after connecting and before anything is sent; a URL whose host cannot be read is refused when the policy
+/// restricts hosts.
 final class CurlTransfer: @unchecked Sendable {
     /// The same for every attempt of one transfer (what cancellation names).
     let id: Int
