@@ -110,6 +110,21 @@ struct LookupProbeTests {
         }
     }
 
+    @Test("a read within the grace time after a stat by path resumes the paused GET: one request, every byte once")
+    func readSoonAfterStat() throws {
+        let image = try Self.hugeImage(seed: 8)
+        let images = ProbeIntegrationTests.RangedImages(["soon.jpg": image])
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            let file = mount.path("\(origin.baseURL)/p/soon.jpg")
+            #expect(PosixFile.size(file) == .success(image.count))
+            usleep(100_000)  // well past the probe's bytes on loopback, well within the grace time
+            #expect(Self.reads(file, image))
+            #expect(Self.requests(origin, "/p/soon.jpg").map { $0.header("Range") } == [nil], "one whole GET")
+            #expect(Self.settledSent(origin, "/p/soon.jpg") == image.count)
+        }
+    }
+
     @Test("an image that changed between a stat by path and the read is read whole in its new version, never mixed")
     func changedBetweenStatAndRead() throws {
         let image = try Self.hugeImage(seed: 4)
