@@ -23,7 +23,7 @@ import Synchronization
 /// (``TransferObserving/isWanted``, false at two looks half a second apart) is called off to make room. A lookup's
 /// probe (``FetchRequest/pausesAtProbe``) paused after its first bytes goes on as soon as its observer wants the rest
 /// (``TransferHandle/restWanted()``) and otherwise ends there as a probe after `probeGrace` seconds, or at once when
-/// it is called off or any transfer waits for a place.
+/// it is called off or a transfer someone waits for waits for a place.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     /// How an admitted transfer left its thread.
     struct Ended {
@@ -114,8 +114,8 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
             }
             state.queue.enqueue(transfer, host: transfer.url.hostKey, priority: request.priority)
             var (woken, refused) = admit(&state)
-            if state.queue.waitingCount > 0 {
-                // It waits for a place: threads holding paused lookups' probes end them now.
+            if state.queue.hasWaitedItems {
+                // A transfer someone waits for waits for a place: threads holding paused lookups' probes end them.
                 woken += workers.indices.filter { !woken.contains($0) && workers[$0].hasPaused }
             }
             return (woken, refused)
@@ -159,9 +159,9 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         state.withLock { $0.placement[id] }.map { workers[$0].wake() }
     }
 
-    /// Whether a transfer waits for a place (a paused lookup's probe then gives its place up at once).
-    func transfersWait() -> Bool {
-        state.withLock { $0.queue.waitingCount > 0 }
+    /// Whether a transfer someone waits for waits for a place (a paused lookup's probe then gives its place up).
+    func waitedTransfersWait() -> Bool {
+        state.withLock { $0.queue.hasWaitedItems }
     }
 
     // MARK: - Called by the workers
@@ -438,11 +438,11 @@ final class CurlWorker: @unchecked Sendable {
     }
 
     /// Resumes the paused lookups' probes whose rest is wanted now, and ends as probes those whose grace time has
-    /// passed (all of them while a transfer waits for a place).
+    /// passed (all of them while a transfer someone waits for waits for a place).
     private func reviewPaused() {
         guard !paused.isEmpty else { return }
         let now = ContinuousClock.now
-        let crowded = fetcher.transfersWait()
+        let crowded = fetcher.waitedTransfersWait()
         for (easy, deadline) in paused {
             guard let (transfer, _) = active[easy] else {
                 paused[easy] = nil
