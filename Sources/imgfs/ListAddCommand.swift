@@ -74,8 +74,29 @@ struct ListAddCommand: ParsableCommand {
         do {
             spool = try ListSpool(directory: store.directory)
             let rows = ListRows(source: file, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
-            try rows.read(
-                { line in
+            var suffix: [UInt8] = []
+            try rows.scan(
+                { scanned in
+                    // A line that is plainly a URL is named on its bytes; any other row through its ImageURL.
+                    if case .plain(let bytes) = scanned {
+                        suffix.removeAll(keepingCapacity: true)
+                        if EntryNamer.appendSuffix(ofPlainURL: bytes, to: &suffix) {
+                            let needsType = PlainListLine.pathExtension(of: bytes) == nil
+                            if needsType, let url = try? ImageURL(String(decoding: bytes, as: UTF8.self)) {
+                                unnamed.insert(url)
+                            }
+                            try suffix.withUnsafeBytes {
+                                try spool.append(url: bytes, suffix: $0, given: nil, needsType: needsType)
+                            }
+                            return
+                        }
+                    }
+                    let line: ListText.Line
+                    switch scanned {
+                    case .parsed(let parsed): line = parsed
+                    case .plain(let bytes):
+                        line = ListText.Line(url: try ImageURL(String(decoding: bytes, as: UTF8.self)), givenName: nil)
+                    }
                     let needsType = ImageExtension.fromPath(of: line.url) == nil
                     if needsType { unnamed.insert(line.url) }
                     try spool.append(
@@ -146,8 +167,16 @@ struct ListAddCommand: ParsableCommand {
         var taken: Set<String>? = previous == nil ? nil : []
         try store.write(name) { writer in
             var index = 0
-            try spool.forEach { row in
+            try spool.forEachStored { stored in
                 defer { index += 1 }
+                // A fresh name needs no String: its index and suffix; a kept name or a type found take the long way.
+                if previous == nil, !stored.needsType || types.isEmpty {
+                    try writer.append(
+                        index: index, count: count, suffix: stored.suffix, urlText: stored.url,
+                        previous: samePositions ? index : nil)
+                    return
+                }
+                let row = stored.row
                 let kept = previous?.take(row.urlText)
                 var entryName: String
                 if let kept {
