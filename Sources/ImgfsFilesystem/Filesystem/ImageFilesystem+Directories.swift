@@ -64,7 +64,8 @@ extension ImageFilesystem {
         case .entries(let entries):
             return (offset..<min(entries.count, offset + limit)).map { (entries[$0], $0 + 1) }
         case .images(let leading, let keys):
-            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            var page: [(entry: DirectoryEntry, next: Int)] =
+                offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
             let first = max(0, offset - leading.count)
             for index in first..<min(keys.count, first + limit - page.count) {
                 // An entry evicted since the snapshot is skipped; positions stay those of the snapshot.
@@ -75,13 +76,15 @@ extension ImageFilesystem {
             }
             return page
         case .list(let leading, let list):
-            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
+            var page: [(entry: DirectoryEntry, next: Int)] =
+                offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
             let first = max(0, offset - leading.count)
-            for index in first..<min(list.entries.count, first + limit - page.count) {
+            let end = min(list.entries.count, first + limit - page.count)
+            page.reserveCapacity(page.count + max(0, end - first))
+            for index in first..<end {
                 // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
-                let name = list.name(at: index)
-                page.append(
-                    (DirectoryEntry(name: name, inode: Self.nameInode(name), kind: .file), leading.count + index + 1))
+                let (name, hash) = list.nameAndHash(at: index)
+                page.append((DirectoryEntry(name: name, inode: hash | 1 << 63, kind: .file), leading.count + index + 1))
             }
             return page
         }

@@ -70,6 +70,10 @@ public struct ImageList: Sendable {
     /// The name of the entry at `position`, read without its URL (a listing needs no more).
     public func name(at position: Int) -> String { entries.storage.name(position) }
 
+    /// The name of the entry at `position` and a 64-bit FNV-1a hash of it (a listing's inode numbers), read in one
+    /// pass without its URL.
+    public func nameAndHash(at position: Int) -> (name: String, hash: UInt64) { entries.storage.nameAndHash(position) }
+
     // MARK: - The stored form: a header line, then `name<TAB>url` a line
 
     static let header = "# imgfs list v1"

@@ -106,6 +106,14 @@ final class ListStorage: Sendable {
         withBytes { String(decoding: $0[Self.nameRange($0, start: Int(starts[position]))], as: UTF8.self) }
     }
 
+    /// The name of the entry at `position` and its ``hash(_:_:)``.
+    func nameAndHash(_ position: Int) -> (String, UInt64) {
+        withBytes { buffer in
+            let range = Self.nameRange(buffer, start: Int(starts[position]))
+            return (String(decoding: buffer[range], as: UTF8.self), Self.hash(buffer, range))
+        }
+    }
+
     /// The position of the entry called `name`.
     func index(of name: String) -> Int? {
         var wanted = name
