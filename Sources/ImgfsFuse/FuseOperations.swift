@@ -218,9 +218,8 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.readdir = { req, _, size, offset, info in
-            // As many entries as could fit (an entry takes 32 bytes at least): the kernel asks for up to 128 KiB.
-            let entries = context(req).filesystem.readDirectory(
-                info!.pointee.fh, from: Int(offset), limit: max(1, size / 32))
+            // As many entries as the reply holds (the kernel asks for up to 128 KiB).
+            let entries = context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset), replySize: size)
             DirectoryReply.send(Request(req!), entries: entries, capacity: size)
         }
         ops.releasedir = { req, _, info in
