@@ -196,7 +196,7 @@ struct ListAddCommand: ParsableCommand {
     ) throws {
         let count = spool.count
         var previous = previous.map(PreviousNames.init)
-        var taken: Set<String>? = previous == nil ? nil : []
+        var taken: Set<String>? = previous == nil ? nil : Set(minimumCapacity: count)
         try store.write(name) { writer in
             var index = 0
             try spool.forEachStored { stored in

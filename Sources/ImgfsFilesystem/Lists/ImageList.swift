@@ -74,6 +74,9 @@ public struct ImageList: Sendable {
     /// pass without its URL.
     public func nameAndHash(at position: Int) -> (name: String, hash: UInt64) { entries.storage.nameAndHash(position) }
 
+    /// ``EntryFacts/hash(_:)`` of the URL text of the entry at `position`, read without making a String.
+    public func urlHash(at position: Int) -> UInt64 { entries.storage.urlHash(position) }
+
     // MARK: - The stored form: a header line, then `name<TAB>url` a line
 
     static let header = "# imgfs list v1"

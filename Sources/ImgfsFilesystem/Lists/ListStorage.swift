@@ -114,6 +114,21 @@ final class ListStorage: Sendable {
         }
     }
 
+    /// ``EntryFacts/hash(_:)`` of the URL text of the entry at `position`.
+    func urlHash(_ position: Int) -> UInt64 {
+        withBytes { buffer in
+            let start = Int(starts[position])
+            let name = Self.nameRange(buffer, start: start)
+            let url = (name.upperBound + 1)..<Self.lineEnd(buffer, from: start)
+            // Bytes that are not ASCII are hashed as the entry's text has them (invalid UTF-8 replaced).
+            guard !buffer[url].contains(where: { $0 >= 0x80 }) else {
+                return EntryFacts.hash(String(decoding: buffer[url], as: UTF8.self))
+            }
+            let hash = Self.hash(buffer, url)
+            return hash == 0 ? 1 : hash
+        }
+    }
+
     /// The position of the entry called `name`.
     func index(of name: String) -> Int? {
         var wanted = name
