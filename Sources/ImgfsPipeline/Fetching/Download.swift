@@ -379,8 +379,13 @@ public final class Download: TransferObserving, Sendable {
     public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
         let (buffer, alreadyFailed, replayed, replay) = state.withLock { state in
             if case .failed = state.phase { return (state.bytes, true, 0, 0) }
-            // A lookup's probe an open joined goes on whole: its bytes move here, on the only thread that appends.
-            if state.probeSized && state.restWanted { Self.moveToWholeBody(&state, memory: memory) }
+            // A lookup's probe an open joined goes on whole: its bytes move here, on the only thread that appends. So
+            // does one whose fetcher did not stop at the probe's bytes (a tier that hands over whole bodies).
+            if state.probeSized,
+                state.restWanted || state.received > (probeLimit ?? .max) - bytes.count
+            {
+                Self.moveToWholeBody(&state, memory: memory)
+            }
             return (state.bytes, false, state.replayed, state.replayLimit - state.replayed)
         }
         guard !alreadyFailed else { return false }
