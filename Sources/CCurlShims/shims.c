@@ -41,6 +41,8 @@ CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value) 
     return curl_multi_setopt(multi, option, value);
 }
 
+CURLcode imgfs_easy_resume(CURL *easy) { return curl_easy_pause(easy, CURLPAUSE_CONT); }
+
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
     int queued = 0;
     CURLMsg *message;

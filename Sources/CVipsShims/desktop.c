@@ -2,7 +2,6 @@
 #include "CVipsDesktop.h"
 #include "vips_internal.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <vips/vips.h>
@@ -53,19 +52,7 @@ imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int 
     result->width = bare->Xsize;
     result->height = bare->Ysize;
     status = IMGFS_VIPS_OK;
-done:
-    if (status != IMGFS_VIPS_OK) {
-        imgfs_vips_take_error(result, "decoding failed");
-        imgfs_vips_free(result->data);
-        result->data = NULL;
-        result->length = 0;
-    }
-    imgfs_vips_release(&bare);
-    imgfs_vips_release(&bands);
-    imgfs_vips_release(&memory);
-    imgfs_vips_release(&srgb);
-    imgfs_vips_release(&thumbnail);
-    vips_thread_shutdown();
-    if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
-    return status;
+done:;
+    VipsImage **images[] = {&bare, &bands, &memory, &srgb, &thumbnail};
+    return imgfs_vips_finish(status, result, images, 5);
 }

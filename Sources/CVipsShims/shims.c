@@ -48,6 +48,23 @@ void imgfs_vips_release(VipsImage **image) {
     *image = NULL;
 }
 
+imgfs_vips_status imgfs_vips_finish(imgfs_vips_status status, imgfs_vips_result *result, VipsImage **images[],
+                                    int count) {
+    if (status != IMGFS_VIPS_OK) {
+        imgfs_vips_take_error(result, "decoding failed");
+        imgfs_vips_free(result->data);
+        result->data = NULL;
+        result->length = 0;
+    }
+    for (int i = 0; i < count; i++) imgfs_vips_release(images[i]);
+    // Frees the per-thread buffers libvips kept for this thread.
+    vips_thread_shutdown();
+    // A big decode leaves its freed rows and planes in this thread's heap (hundreds of MB after a 100-megapixel GIF,
+    // below glibc's own trim threshold per arena): they go back to the system now, not at the next purge.
+    if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
+    return status;
+}
+
 /// Whether every pixel of the last band of `image` (in memory, 8-bit) is fully opaque; -1 on error.
 static int alpha_is_opaque(VipsImage *image) {
     VipsImage *alpha = NULL;
@@ -197,23 +214,9 @@ imgfs_vips_status imgfs_vips_variant(const void *data, size_t length, imgfs_vips
     result->width = vips_image_get_width(out);
     result->height = vips_image_get_height(out);
     status = IMGFS_VIPS_OK;
-done:
-    if (status != IMGFS_VIPS_OK) {
-        imgfs_vips_take_error(result, "decoding failed");
-        imgfs_vips_free(result->data);
-        result->data = NULL;
-        result->length = 0;
-    }
-    imgfs_vips_release(&opaque);
-    imgfs_vips_release(&memory);
-    imgfs_vips_release(&srgb);
-    imgfs_vips_release(&thumbnail);
-    // Frees the per-thread buffers libvips kept for this thread.
-    vips_thread_shutdown();
-    // A big decode leaves its freed rows and planes in this thread's heap (hundreds of MB after a 100-megapixel GIF,
-    // below glibc's own trim threshold per arena): they go back to the system now, not at the next purge.
-    if ((int64_t)result->source_width * (int64_t)result->source_height >= 4000000) malloc_trim(0);
-    return status;
+done:;
+    VipsImage **images[] = {&opaque, &memory, &srgb, &thumbnail};
+    return imgfs_vips_finish(status, result, images, 4);
 }
 
 /// a x b, or INT64_MAX when that overflows (or either is negative).

@@ -6,6 +6,7 @@ import ImgfsPipeline
 import ImgfsSystem
 import ImgfsWorkers
 import Logging
+import Synchronization
 
 /// Fetches images with several libcurl multi handles, each driven by a thread of its own (``CurlWorker``), behind one
 /// admission queue.
@@ -19,7 +20,10 @@ import Logging
 /// URL the address policy refuses is never requested; every started transfer completes exactly once, with
 /// ``FetchError/cancelled`` when cancelled and ``FetchError/shutDown`` when shut down; callers never block. While a
 /// transfer someone waits for waits for a place, a running transfer nobody wants any more
-/// (``TransferObserving/isWanted``, false at two looks half a second apart) is called off to make room.
+/// (``TransferObserving/isWanted``, false at two looks half a second apart) is called off to make room. A lookup's
+/// probe (``FetchRequest/pausesAtProbe``) paused after its first bytes goes on as soon as its observer wants the rest
+/// (``TransferHandle/restWanted()``) and otherwise ends there as a probe after `probeGrace` seconds, or at once when
+/// it is called off or a transfer someone waits for waits for a place.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     /// How an admitted transfer left its thread.
     struct Ended {
@@ -109,7 +113,12 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
                 return ([index], [])
             }
             state.queue.enqueue(transfer, host: transfer.url.hostKey, priority: request.priority)
-            return admit(&state)
+            var (woken, refused) = admit(&state)
+            if state.queue.hasWaitedItems {
+                // A transfer someone waits for waits for a place: threads holding paused lookups' probes end them.
+                woken += workers.indices.filter { !woken.contains($0) && workers[$0].hasPaused }
+            }
+            return (woken, refused)
         }
         finish(woken: woken, refused: refused, except: nil)
         return CurlTransferHandle(fetcher: self, id: id)
@@ -143,6 +152,16 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
 
     fileprivate func promote(_ id: Int, to priority: FetchPriority) {
         state.withLock { _ = $0.queue.promote(where: { $0.id == id }, to: priority) }
+    }
+
+    /// Wakes the thread transfer `id` runs on: it looks whether its paused transfers are wanted now.
+    fileprivate func restWanted(_ id: Int) {
+        state.withLock { $0.placement[id] }.map { workers[$0].wake() }
+    }
+
+    /// Whether a transfer someone waits for waits for a place (a paused lookup's probe then gives its place up).
+    func waitedTransfersWait() -> Bool {
+        state.withLock { $0.queue.hasWaitedItems }
     }
 
     // MARK: - Called by the workers
@@ -273,6 +292,8 @@ struct CurlTransferHandle: TransferHandle {
     func cancel() { fetcher?.cancel(id) }
 
     func promote(to priority: FetchPriority) { fetcher?.promote(id, to: priority) }
+
+    func restWanted() { fetcher?.restWanted(id) }
 }
 
 // MARK: - CurlWorker
@@ -305,6 +326,10 @@ final class CurlWorker: @unchecked Sendable {
     // Owned by the worker thread:
     private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
     private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
+    /// Lookups' probes paused after their first bytes, with when their grace time ends.
+    private var paused: [UnsafeMutableRawPointer: ContinuousClock.Instant] = [:]
+    /// Whether any transfer is paused here (read by the fetcher on other threads).
+    private let pausedCount = Atomic<Int>(0)
     /// When worker 0 next asks the fetcher to review admission (twice a second).
     private var nextReview = ContinuousClock.now
 
@@ -361,6 +386,9 @@ final class CurlWorker: @unchecked Sendable {
 
     func wake() { curl_multi_wakeup(multi) }
 
+    /// Whether a lookup's probe is paused on this thread now.
+    var hasPaused: Bool { pausedCount.load(ordering: .relaxed) > 0 }
+
     /// Completes everything placed here with ``FetchError/shutDown`` and waits for the thread to end.
     func stop() {
         inbox.withLock { $0.stopping = true }
@@ -386,11 +414,16 @@ final class CurlWorker: @unchecked Sendable {
             if stopping { break }
             for (transfer, host) in added {
                 transfer.onResponse = { [unowned fetcher] version in fetcher.learned(httpVersion: version, host: host) }
+                transfer.onPause = { [unowned self, easy = transfer.easy] in
+                    paused[easy] = .now + .milliseconds(Int(saturating: configuration.probeGrace * 1000))
+                    pausedCount.store(paused.count, ordering: .relaxed)
+                }
                 active[transfer.easy] = (transfer, host)
                 curl_multi_add_handle(multi, transfer.easy)
             }
             delayed += newlyDelayed
             cancelled.forEach(cancelNow)
+            reviewPaused()
             requeueDue()
             if index == 0, ContinuousClock.now >= nextReview {
                 nextReview = .now + .milliseconds(500)
@@ -404,6 +437,37 @@ final class CurlWorker: @unchecked Sendable {
         tearDown()
     }
 
+    /// Resumes the paused lookups' probes whose rest is wanted now, and ends as probes those whose grace time has
+    /// passed (all of them while a transfer someone waits for waits for a place).
+    private func reviewPaused() {
+        guard !paused.isEmpty else { return }
+        let now = ContinuousClock.now
+        let crowded = fetcher.waitedTransfersWait()
+        for (easy, deadline) in paused {
+            guard let (transfer, _) = active[easy] else {
+                paused[easy] = nil
+                continue
+            }
+            if transfer.observer.wantsRest {
+                paused[easy] = nil
+                transfer.resume()
+            } else if crowded || now >= deadline {
+                endPaused(easy)
+            }
+        }
+        pausedCount.store(paused.count, ordering: .relaxed)
+    }
+
+    /// Ends the paused lookup's probe of `easy` where it stopped: its place is free, its observer keeps the bytes.
+    private func endPaused(_ easy: UnsafeMutableRawPointer) {
+        paused[easy] = nil
+        pausedCount.store(paused.count, ordering: .relaxed)
+        guard let (transfer, host) = active.removeValue(forKey: easy) else { return }
+        curl_multi_remove_handle(multi, easy)
+        fetcher.ended([.init(id: transfer.id, host: host, staysHere: false)], on: self, looksAgain: false)
+        transfer.endAtProbe()
+    }
+
     /// Reports the transfers curl has finished to the fetcher and completes them or keeps their retries; returns
     /// whether there were any.
     private func collectFinished() -> Bool {
@@ -413,6 +477,7 @@ final class CurlWorker: @unchecked Sendable {
         var completions: [(CurlTransfer, CURLcode)] = []
         while imgfs_multi_next_done(multi, &easy, &code) != 0 {
             guard let easy, let (transfer, host) = active.removeValue(forKey: easy) else { continue }
+            if paused.removeValue(forKey: easy) != nil { pausedCount.store(paused.count, ordering: .relaxed) }
             curl_multi_remove_handle(multi, easy)
             let retry = transfer.retryDelay(code).flatMap { delay in
                 CurlTransfer(retrying: transfer).map { (delay, $0) }
@@ -445,16 +510,18 @@ final class CurlWorker: @unchecked Sendable {
         fetcher.requeue(due, from: self)
     }
 
-    /// Milliseconds to wait for activity: at most a second, less when a retry falls due sooner.
+    /// Milliseconds to wait for activity: at most a second, less when a retry or a paused probe's end falls due sooner.
     private func pollTimeout() -> Int32 {
-        guard let next = delayed.map(\.due).min() else { return 1000 }
+        guard let next = (delayed.map(\.due) + paused.values).min() else { return 1000 }
         let wait = ContinuousClock.now.duration(to: next)
         return Int32(
             max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
     }
 
     private func cancelNow(_ id: Int) {
-        if let (easy, entry) = active.first(where: { $0.value.transfer.id == id }) {
+        if let (easy, _) = active.first(where: { $0.value.transfer.id == id }), paused[easy] != nil {
+            endPaused(easy)  // called off while paused after its first bytes: it ends as a probe, keeping them
+        } else if let (easy, entry) = active.first(where: { $0.value.transfer.id == id }) {
             active[easy] = nil
             curl_multi_remove_handle(multi, easy)
             fetcher.ended(
@@ -477,6 +544,7 @@ final class CurlWorker: @unchecked Sendable {
             entry.transfer.complete(error: .shutDown)
         }
         active.removeAll()
+        paused.removeAll()
         (delayed.map(\.transfer) + late + lateDelayed).forEach { $0.complete(error: .shutDown) }
         delayed.removeAll()
         curl_multi_cleanup(multi)

@@ -14,10 +14,13 @@ import ImgfsPipeline
 /// short of its Content-Length (or the Content-Range total), and a compressed stream that did not reach its end are
 /// failures. A probe (``FetchRequest/probeBytes``) asks for the first bytes; its 206 must start at byte 0 and name a
 /// total, which the observer is given as the size, and a 200 to it is cut off after those bytes when it announced
-/// its length; the body then ends short without error. A final non-2xx response is aborted at its header. Every
-/// address is checked against the policy before a socket is opened to it, and every request, redirects included,
-/// after connecting and before anything is sent; a URL whose host cannot be read is refused when the policy restricts
-/// hosts.
+/// its length; the body then ends short without error. A lookup's probe (``FetchRequest/pausesAtProbe``) asks for the
+/// whole image and, at the probe's end, goes on when the observer wants the rest, else hands over exactly the probe's
+/// bytes and pauses (``isPaused``) until ``resume()`` (the bytes curl holds meanwhile are handed on after the probe's,
+/// never twice) or ``endAtProbe()`` (the same end as a cut-off probe's). A final non-2xx response is aborted at its
+/// header. Every address is checked against the policy before a socket is opened to it, and every request, redirects
+/// included, after connecting and before anything is sent; a URL whose host cannot be read is refused when the policy
+/// restricts hosts.
 final class CurlTransfer: @unchecked Sendable {
     /// The same for every attempt of one transfer (what cancellation names).
     let id: Int
@@ -57,6 +60,12 @@ final class CurlTransfer: @unchecked Sendable {
     private var probeEnd: Int?
     /// A probe's 200 was cut off after its first bytes (curl then reports a write error: it is a success).
     private var probeCut = false
+    /// A lookup's probe paused at its end: the write callback returned CURL_WRITEFUNC_PAUSE.
+    private(set) var isPaused = false
+    /// Bytes of the piece that paused which were handed over already: curl hands the whole piece again on resuming.
+    private var handedBeforePause = 0
+    /// Called when a lookup's probe pauses at its end (on the fetch thread, inside curl's write callback).
+    var onPause: (() -> Void)?
     /// Called with CURLINFO_HTTP_VERSION when the head of a final response (not a redirect) has arrived.
     var onResponse: ((Int) -> Void)?
 
@@ -131,7 +140,7 @@ final class CurlTransfer: @unchecked Sendable {
         if let resumeFrom, let validator = deliveredHead?.strongValidator {
             imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "\(resumeFrom)-")
             headers.append("If-Range: \(validator)")
-        } else if let probe = probing {
+        } else if let probe = probing, !request.pausesAtProbe {
             imgfs_easy_setopt_string(easy, CURLOPT_RANGE, "0-\(probe - 1)")
         }
         let rules = CurlRequestRules(url: url, rules: request.rules, ownHeaders: headers, configuration: configuration)
@@ -181,7 +190,7 @@ final class CurlTransfer: @unchecked Sendable {
             // RFC 9112 §6.3: a length that cannot be trusted is an unrecoverable error, never a (short) body.
             failure = .incomplete(head.framingProblem ?? "")
             return false
-        case 206 where probing != nil: return acceptsProbe()
+        case 206 where probing != nil && !request.pausesAtProbe: return acceptsProbe()
         case 206: return continuesBody()
         case 200..<300,
             304 where request.isConditional:
@@ -254,29 +263,77 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    /// Body bytes; returns false to abort the transfer.
-    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard deliveredHead != nil else { return false }
-        guard let decoder else { return deliver(bytes) }
-        guard decoder.feed(bytes, deliver) else {
-            if !observerStopped { failure = .incomplete("the \(deliveredHead?.contentEncoding ?? "") data is corrupt") }
-            return false
-        }
-        return true
+    /// What the write callback answers curl.
+    enum Reception {
+        /// The bytes were taken.
+        case taken
+        /// Abort the transfer.
+        case stop
+        /// Pause it (CURL_WRITEFUNC_PAUSE): curl keeps the bytes and hands them again on resuming.
+        case pause
     }
 
-    private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Body bytes: taken, or the transfer is to be aborted or paused.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Reception {
+        guard deliveredHead != nil else { return .stop }
         var bytes = bytes
+        if handedBeforePause > 0 {
+            // The piece that paused, again: its first bytes were handed over before the pause.
+            let skip = min(handedBeforePause, bytes.count)
+            handedBeforePause -= skip
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[skip...])
+            if bytes.isEmpty { return .taken }
+        }
+        guard let decoder else { return deliver(bytes, mayPause: true) }
+        guard decoder.feed(bytes, { self.deliver($0, mayPause: false) == .taken }) else {
+            if !observerStopped { failure = .incomplete("the \(deliveredHead?.contentEncoding ?? "") data is corrupt") }
+            return .stop
+        }
+        return .taken
+    }
+
+    /// Hands body bytes (decoded) to the observer, up to a probe's end; `mayPause`: they are the bytes curl gave (not
+    /// decoded ones), so a lookup's probe may pause after them.
+    private func deliver(_ bytes: UnsafeRawBufferPointer, mayPause: Bool) -> Reception {
+        var bytes = bytes
+        if let end = probeEnd, request.pausesAtProbe, delivered + bytes.count >= end, observer.wantsRest {
+            probeEnd = nil  // an open joined in time: the rest of this whole GET is wanted
+        }
         if let probeEnd, delivered + bytes.count > probeEnd {
             bytes = UnsafeRawBufferPointer(rebasing: bytes.prefix(max(0, probeEnd - delivered)))
         }
         delivered += bytes.count
         observerStopped = !observer.transferDidReceive(bytes: bytes)
-        if !observerStopped, let probeEnd, delivered >= probeEnd, delivered < deliveredHead?.contentLength ?? 0 {
-            probeCut = head.status == 200
-            return !probeCut
+        guard !observerStopped else { return .stop }
+        guard let probeEnd, delivered >= probeEnd, delivered < deliveredHead?.contentLength ?? 0, head.status == 200
+        else { return .taken }
+        if request.pausesAtProbe && mayPause {
+            handedBeforePause = bytes.count
+            isPaused = true
+            onPause?()
+            return .pause
         }
-        return !observerStopped
+        probeCut = true
+        return .stop
+    }
+
+    // MARK: - A lookup's probe, paused (fetcher thread, outside curl's callbacks)
+
+    /// The rest is wanted: the transfer goes on as a whole GET (curl may hand the bytes it held before this returns).
+    func resume() {
+        guard isPaused else { return }
+        isPaused = false
+        probeEnd = nil
+        imgfs_easy_resume(easy)
+    }
+
+    /// Nobody wanted the rest in time: the transfer ends as a probe cut off after its first bytes (the caller has
+    /// removed its easy handle from the multi handle).
+    func endAtProbe() {
+        guard isPaused else { return }
+        isPaused = false
+        probeCut = true
+        complete(CURLE_OK)
     }
 
     /// curl's result, with a body that is not whole (short of its Content-Length or Content-Range total, or a
@@ -371,7 +428,11 @@ private let curlHeaderCallback: imgfs_curl_data_callback = { data, size, count, 
 
 private let curlWriteCallback: imgfs_curl_data_callback = { data, size, count, context in
     let length = size * count
-    return transfer(context).receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+    switch transfer(context).receiveBody(UnsafeRawBufferPointer(start: data, count: length)) {
+    case .taken: return length
+    case .stop: return 0
+    case .pause: return Int(IMGFS_CURL_WRITEFUNC_PAUSE)
+    }
 }
 
 private let curlOpenSocketCallback: imgfs_curl_opensocket_callback = { context, _, address in

@@ -48,6 +48,9 @@ public struct FetcherConfiguration: Sendable {
     /// imgfs per large image (cold large files went from about 0.66× to 0.9× of curl's own speed). Memory: one such
     /// buffer per running transfer.
     public var receiveBufferSize = 512 * 1024
+    /// Seconds a lookup's probe (``FetchRequest/pausesAtProbe``) stays paused after its first bytes, waiting for an
+    /// open to want the rest (`cat` opens within microseconds of its lookup), before it ends there as a probe.
+    public var probeGrace = 0.5
 
     /// The defaults above; the daemon sets each from its options.
     public init() {}

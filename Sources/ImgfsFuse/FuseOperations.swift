@@ -225,9 +225,9 @@ final class FuseOperations: @unchecked Sendable {
             }
         }
         ops.readdir = { req, _, size, offset, info in
-            DirectoryReply.send(
-                Request(req!), entries: context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset)),
-                capacity: size)
+            // As many entries as the reply holds (the kernel asks for up to 128 KiB).
+            let entries = context(req).filesystem.readDirectory(info!.pointee.fh, from: Int(offset), replySize: size)
+            DirectoryReply.send(Request(req!), entries: entries, capacity: size)
         }
         ops.readdirplus = { req, _, size, offset, info in
             DirectoryReply.sendPlus(

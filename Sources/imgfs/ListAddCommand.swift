@@ -60,7 +60,7 @@ struct ListAddCommand: ParsableCommand {
         do { try ListStore.validate(name) } catch { throw ListCommand.usageError(error.description, command: "add") }
         let store = try ListCommand.store(of: mountPoint, command: "add")
         let mount = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        // Pass one: every row checked and spooled; only URLs without an image extension stay in memory.
+        // Pass one: every row checked and spooled; nothing of a row stays in memory.
         var chosen: ListFormat?
         if let format {
             guard let named = ListFormat(rawValue: format.lowercased()) else {
@@ -70,14 +70,34 @@ struct ListAddCommand: ParsableCommand {
         }
         let spool: ListSpool
         var problems = 0
-        var unnamed = Set<ImageURL>()
+        // Rows whose URL names no image type.
+        var unnamed = 0
         do {
             spool = try ListSpool(directory: store.directory)
             let rows = ListRows(source: file, format: chosen, columns: .init(url: urlColumn, name: nameColumn))
-            try rows.read(
-                { line in
+            var suffix: [UInt8] = []
+            try rows.scan(
+                { scanned in
+                    // A line that is plainly a URL is named on its bytes; any other row through its ImageURL.
+                    if case .plain(let bytes) = scanned {
+                        suffix.removeAll(keepingCapacity: true)
+                        if EntryNamer.appendSuffix(ofPlainURL: bytes, to: &suffix) {
+                            let needsType = PlainListLine.pathExtension(of: bytes) == nil
+                            if needsType { unnamed += 1 }
+                            try suffix.withUnsafeBytes {
+                                try spool.append(url: bytes, suffix: $0, given: nil, needsType: needsType)
+                            }
+                            return
+                        }
+                    }
+                    let line: ListText.Line
+                    switch scanned {
+                    case .parsed(let parsed): line = parsed
+                    case .plain(let bytes):
+                        line = ListText.Line(url: try ImageURL(String(decoding: bytes, as: UTF8.self)), givenName: nil)
+                    }
                     let needsType = ImageExtension.fromPath(of: line.url) == nil
-                    if needsType { unnamed.insert(line.url) }
+                    if needsType { unnamed += 1 }
                     try spool.append(
                         .init(
                             urlText: line.url.string, suffix: EntryNamer.suffix(url: line.url, given: line.givenName),
@@ -93,12 +113,16 @@ struct ListAddCommand: ParsableCommand {
             throw ListWriteError(name: name, reason: error.reason)
         }
         let probe = ListProbe(mountPoint: mount, concurrency: max(1, min(concurrency, 256)))
-        var types = probe.knownExtensions(for: Array(unnamed)).reduce(into: [String: String]()) {
-            $0[$1.key.string] = $1.value
+        var types: [String: String] = [:]
+        do {
+            if unnamed > 0 { types = try knownTypes(in: spool, probe: probe) }
+        } catch let error as ListSpool.Failure {
+            throw ListWriteError(name: name, reason: error.reason)
         }
-        // The URLs whose type only a probe can tell (their names then get an extension).
-        let untyped = noProbe ? [] : Set(unnamed.lazy.map(\.string).filter { types[$0] == nil })
-        unnamed = []
+        // The URLs whose type only a probe can tell (their names then get an extension): no image type in the URL,
+        // none cached.
+        let typesWanted = !noProbe && unnamed > 0
+        let known = types
         // Pass two: the names, written as they are made.
         let previous = store.list(name, recheck: true)
         try write(spool, to: store, types: types, previous: previous, samePositions: false)
@@ -112,7 +136,8 @@ struct ListAddCommand: ParsableCommand {
             if let list = ListStore(directory: store.directory).list(name) {
                 let found = probe.probe(count: list.entries.count) { index in
                     let entry = list.entries[index]
-                    return ("\(folder)/\(entry.name)", untyped.contains(entry.urlText) ? entry.urlText : nil)
+                    let wanted = typesWanted && known[entry.urlText] == nil && Self.namesNoType(entry.urlText)
+                    return ("\(folder)/\(entry.name)", wanted ? entry.urlText : nil)
                 }
                 if !found.isEmpty {
                     types.merge(found) { known, _ in known }
@@ -135,6 +160,34 @@ struct ListAddCommand: ParsableCommand {
         if problems > 0 { throw ExitCode.failure }
     }
 
+    /// What the mount has cached of the URLs of `spool` that name no image type: their extensions by URL text,
+    /// asked a batch at a time (memory stays flat whatever the count; only the types found are kept).
+    private func knownTypes(in spool: ListSpool, probe: ListProbe) throws -> [String: String] {
+        var types: [String: String] = [:]
+        var batch: [ImageURL] = []
+        func ask() {
+            for (url, type) in probe.knownExtensions(for: batch) { types[url.string] = type }
+            batch.removeAll(keepingCapacity: true)
+        }
+        try spool.forEachStored { row in
+            guard row.needsType, let url = try? ImageURL(row.urlText) else { return }
+            batch.append(url)
+            if batch.count >= 4096 { ask() }
+        }
+        ask()
+        return types
+    }
+
+    /// Whether the URL `urlText` names no image type (``ImageExtension/fromPath(of:)``).
+    private static func namesNoType(_ urlText: String) -> Bool {
+        var text = urlText
+        return text.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            if PlainListLine.isPlainURL(bytes) { return PlainListLine.pathExtension(of: bytes) == nil }
+            return (try? ImageURL(urlText)).map { ImageExtension.fromPath(of: $0) == nil } ?? false
+        }
+    }
+
     /// Writes the list from `spool`: a URL of `previous` (the list replaced) keeps its name there; a URL that names
     /// no image type gets `types[urlText]` when known. `samePositions`: the list replaced holds the spool's rows at
     /// the same positions (their facts follow them); otherwise facts follow the URLs kept from `previous`.
@@ -143,11 +196,19 @@ struct ListAddCommand: ParsableCommand {
     ) throws {
         let count = spool.count
         var previous = previous.map(PreviousNames.init)
-        var taken: Set<String>? = previous == nil ? nil : []
+        var taken: Set<String>? = previous == nil ? nil : Set(minimumCapacity: count)
         try store.write(name) { writer in
             var index = 0
-            try spool.forEach { row in
+            try spool.forEachStored { stored in
                 defer { index += 1 }
+                // A fresh name needs no String: its index and suffix; a kept name or a type found take the long way.
+                if previous == nil, !stored.needsType || types.isEmpty {
+                    try writer.append(
+                        index: index, count: count, suffix: stored.suffix, urlText: stored.url,
+                        previous: samePositions ? index : nil)
+                    return
+                }
+                let row = stored.row
                 let kept = previous?.take(row.urlText)
                 var entryName: String
                 if let kept {

@@ -8,6 +8,9 @@ import ImgfsModel
 /// 1 MiB, decompressed as it is read when it is gzip, cut at line ends (for CSV and TSV, at line ends outside quotes),
 /// and each piece parsed as ``ListText`` parses a whole text.
 ///
+/// Plain text is read line by line on its bytes (``ListText/scanText(_:firstLine:line:problem:)``): a line that is
+/// plainly a URL reaches the caller as bytes, without a String or an ``ImageURL``.
+///
 /// Guarantees: memory does not grow with the input; every row is reported (valid, or a problem with its line number
 /// in the whole input) in order, exactly as a parse of the whole text would; a gzip stream that is corrupt or cut
 /// short fails the whole read.
@@ -28,6 +31,21 @@ struct ListRows {
     /// Calls `row` with each valid row and `problem` with each rejected one, in order.
     func read(
         _ row: (ListText.Line) throws -> Void, problem: (ListText.Problem) -> Void
+    ) throws {
+        try scan(
+            { scanned in
+                switch scanned {
+                case .parsed(let line): try row(line)
+                case .plain(let bytes):
+                    try row(ListText.Line(url: ImageURL(String(decoding: bytes, as: UTF8.self)), givenName: nil))
+                }
+            }, problem: problem)
+    }
+
+    /// Calls `row` with each valid row and `problem` with each rejected one, in order; a plain-text line that is
+    /// plainly a URL comes as its bytes (valid during the call only).
+    func scan(
+        _ row: (ListText.ScannedLine) throws -> Void, problem: (ListText.Problem) -> Void
     ) throws {
         let descriptor = source == "-" ? STDIN_FILENO : open(source, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -62,7 +80,12 @@ struct ListRows {
                 pending.append(contentsOf: chunk.prefix(count))
             }
             parser.decideFormat(pending)
-            if pending.count >= pieceSize, let cut = parser.cut(pending) {
+            if parser.format == .text {
+                // Every whole line now: what is left is less than one line.
+                guard let cut = pending.lastIndex(of: 0x0A).map({ $0 + 1 }) else { continue }
+                try parser.scanText(pending, upTo: cut, row: row, problem: problem)
+                pending.removeSubrange(..<cut)
+            } else if pending.count >= pieceSize, let cut = parser.cut(pending) {
                 try parser.parse(Array(pending[..<cut]), row: row, problem: problem)
                 pending.removeSubrange(..<cut)
             }
@@ -70,7 +93,11 @@ struct ListRows {
         if let decoder, !decoder.isFinished {
             throw Unreadable(description: "\(source): a gzip stream that is corrupt or cut short")
         }
-        try parser.parse(pending, row: row, problem: problem)
+        if parser.format == .text {
+            try parser.scanText(pending, upTo: pending.count, row: row, problem: problem)
+        } else {
+            try parser.parse(pending, row: row, problem: problem)
+        }
     }
 }
 
@@ -113,8 +140,21 @@ private struct PieceParser {
         return last
     }
 
+    /// Reads the plain-text lines of `bytes[..<end]` (whole lines).
+    mutating func scanText(
+        _ bytes: [UInt8], upTo end: Int, row: (ListText.ScannedLine) throws -> Void,
+        problem: (ListText.Problem) -> Void
+    ) throws {
+        let first = linesBefore + 1
+        let next = try bytes.withUnsafeBytes { buffer in
+            try ListText.scanText(
+                UnsafeRawBufferPointer(rebasing: buffer[..<end]), firstLine: first, line: row, problem: problem)
+        }
+        linesBefore = next - 1
+    }
+
     mutating func parse(
-        _ bytes: [UInt8], row: (ListText.Line) throws -> Void, problem: (ListText.Problem) -> Void
+        _ bytes: [UInt8], row: (ListText.ScannedLine) throws -> Void, problem: (ListText.Problem) -> Void
     ) throws {
         guard !bytes.isEmpty else { return }
         var text = String(decoding: bytes, as: UTF8.self)
@@ -132,7 +172,7 @@ private struct PieceParser {
             throw ListRows.Unreadable(description: "\(source): \(error.description)")
         }
         for found in parsed.problems { problem(ListText.Problem(line: found.line + shift, reason: found.reason)) }
-        for line in parsed.lines { try row(line) }
+        for line in parsed.lines { try row(.parsed(line)) }
         if (chosen == .csv || chosen == .tsv) && header == nil {
             header = Self.header(of: text, separator: chosen == .csv ? "," : "\t")
         }

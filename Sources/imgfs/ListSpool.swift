@@ -28,6 +28,21 @@ final class ListSpool {
         let needsType: Bool
     }
 
+    /// One row as stored: its bytes, valid during the call that hands it over only.
+    struct StoredRow {
+        let url: UnsafeRawBufferPointer
+        let suffix: UnsafeRawBufferPointer
+        let given: UnsafeRawBufferPointer?
+        let needsType: Bool
+
+        var urlText: String { String(decoding: url, as: UTF8.self) }
+        var row: Row {
+            Row(
+                urlText: urlText, suffix: String(decoding: suffix, as: UTF8.self),
+                given: given.map { String(decoding: $0, as: UTF8.self) }, needsType: needsType)
+        }
+    }
+
     init(directory: URL) throws {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -46,19 +61,36 @@ final class ListSpool {
     deinit { close(fd) }
 
     func append(_ row: Row) throws {
-        put(row.urlText)
-        put(row.suffix)
-        put(row.given ?? "")
-        buffer.append(row.given == nil ? 0 : 1)
-        buffer.append(row.needsType ? 1 : 0)
+        var url = row.urlText
+        var suffix = row.suffix
+        var given = row.given ?? ""
+        try url.withUTF8 { url in
+            try suffix.withUTF8 { suffix in
+                try given.withUTF8 { given in
+                    try append(
+                        url: UnsafeRawBufferPointer(url), suffix: UnsafeRawBufferPointer(suffix),
+                        given: row.given == nil ? nil : UnsafeRawBufferPointer(given), needsType: row.needsType)
+                }
+            }
+        }
+    }
+
+    /// Adds the row of these bytes.
+    func append(
+        url: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer, given: UnsafeRawBufferPointer?, needsType: Bool
+    ) throws {
+        put(url)
+        put(suffix)
+        put(given ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        buffer.append(given == nil ? 0 : 1)
+        buffer.append(needsType ? 1 : 0)
         count += 1
         if buffer.count >= 1 << 20 { try flush() }
     }
 
-    private func put(_ text: String) {
-        let bytes = Array(text.utf8)
-        withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { buffer += $0 }
-        buffer += bytes
+    private func put(_ bytes: UnsafeRawBufferPointer) {
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: bytes.count).littleEndian) { buffer.append(contentsOf: $0) }
+        buffer.append(contentsOf: bytes)
     }
 
     private func flush() throws {
@@ -76,6 +108,11 @@ final class ListSpool {
 
     /// Calls `body` with every row, in order.
     func forEach(_ body: (Row) throws -> Void) throws {
+        try forEachStored { try body($0.row) }
+    }
+
+    /// Calls `body` with every row as stored, in order.
+    func forEachStored(_ body: (StoredRow) throws -> Void) throws {
         try flush()
         var offset = 0
         var pending: [UInt8] = []
@@ -92,24 +129,27 @@ final class ListSpool {
             pending.removeSubrange(..<position)
             pending += chunk.prefix(read)
             position = 0
-            while let (row, next) = Self.row(pending, at: position) {
-                try body(row)
-                position = next
+            try pending.withUnsafeBytes { bytes in
+                while let (row, next) = Self.row(bytes, at: position) {
+                    try body(row)
+                    position = next
+                }
             }
         }
     }
 
-    private static func row(_ bytes: [UInt8], at start: Int) -> (Row, Int)? {
+    private static func row(_ bytes: UnsafeRawBufferPointer, at start: Int) -> (StoredRow, Int)? {
         var at = start
-        func text() -> String? {
+        func field() -> UnsafeRawBufferPointer? {
             guard at + 4 <= bytes.count else { return nil }
-            let length = bytes[at..<(at + 4)].reversed().reduce(0) { $0 << 8 | Int($1) }
-            guard at + 4 + length <= bytes.count else { return nil }
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+            guard length <= bytes.count - at - 4 else { return nil }
             defer { at += 4 + length }
-            return String(decoding: bytes[(at + 4)..<(at + 4 + length)], as: UTF8.self)
+            return UnsafeRawBufferPointer(rebasing: bytes[(at + 4)..<(at + 4 + length)])
         }
-        guard let url = text(), let suffix = text(), let given = text(), at + 2 <= bytes.count else { return nil }
-        let row = Row(urlText: url, suffix: suffix, given: bytes[at] == 1 ? given : nil, needsType: bytes[at + 1] == 1)
+        guard let url = field(), let suffix = field(), let given = field(), at + 2 <= bytes.count else { return nil }
+        let row = StoredRow(
+            url: url, suffix: suffix, given: bytes[at] == 1 ? given : nil, needsType: bytes[at + 1] == 1)
         return (row, at + 2)
     }
 }

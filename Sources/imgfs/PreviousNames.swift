@@ -10,7 +10,7 @@ struct PreviousNames {
 
     init(_ list: ImageList) {
         self.list = list
-        order = list.entries.indices.map { (EntryFacts.hash(list.entries[$0].urlText), UInt32($0)) }
+        order = list.entries.indices.map { (list.urlHash(at: $0), UInt32($0)) }
             .sorted { $0.hash != $1.hash ? $0.hash < $1.hash : $0.position < $1.position }
         used = [Bool](repeating: false, count: list.entries.count)
     }

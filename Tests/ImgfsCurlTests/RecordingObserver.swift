@@ -17,6 +17,10 @@ final class RecordingObserver: TransferObserving {
 
     let events = Locked(Events())
     private let done = DispatchSemaphore(value: 0)
+    /// What ``wantsRest`` answers (a lookup's probe pauses after its first bytes while it is false).
+    let restWanted = Locked(true)
+
+    var wantsRest: Bool { restWanted.withLock { $0 } }
 
     func transferDidReceive(head: ResponseHead) -> Bool {
         let thread = Self.threadName()

@@ -8,48 +8,20 @@ import Testing
 /// `fmt/png/hosts/HOST/<name>`), each name with the view's extension, through a real mount and real libvips.
 @Suite("Format views by readable names", .serialized, .enabled(if: FuseAvailability.available))
 struct FormatViewListTests {
-    /// Prints `<format> <width> <height> <SOF> <r,g,b at 100,200> <r,g,b at 500,200>` of the image at argv[1] as
-    /// Pillow decodes it (SOF: baseline, progressive or none).
-    private static let inspect = """
-        import sys
-        from PIL import Image
-        data = open(sys.argv[1], 'rb').read()
-        image = Image.open(sys.argv[1])
-        image.load()
-        sof = 'none'
-        if data[:2] == b'\\xff\\xd8':
-            i = 2
-            while i + 4 <= len(data):
-                marker = data[i + 1]
-                if marker in (0xc0, 0xc1, 0xc2):
-                    sof = 'baseline' if marker != 0xc2 else 'progressive'
-                    break
-                i += 2 + int.from_bytes(data[i + 2:i + 4], 'big')
-        rgb = image.convert('RGB')
-        print(image.format, image.size[0], image.size[1], sof,
-              *(','.join(str(c) for c in rgb.getpixel(p)) for p in ((100, 200), (500, 200))))
-        """
-
     /// A 600 x 400 image, the left half red and the right half blue, as PNG, AVIF and JPEG.
     private func images() throws -> ThumbnailImages {
         let images = try ThumbnailImages()
-        let script = """
-            from PIL import Image
-            import sys
-            image = Image.new('RGB', (600, 400), (0, 0, 255))
-            image.paste((255, 0, 0), (0, 0, 300, 400))
-            image.save(sys.argv[1])
-            """
-        let made = try ChildProcess.run("/usr/bin/python3", ["-c", script, "\(images.directory)/halves.png"])
+        let made = try ChildProcess.run(
+            "/usr/bin/python3", ["-c", PillowProbe.halves, "\(images.directory)/halves.png"])
         guard made.status == 0 else { throw ThumbnailImages.Failed(description: "need Pillow: \(made.output)") }
         try images.sh(
             "vips copy halves.png 'halves.avif[compression=av1]' && convert halves.png -quality 90 halves.jpg")
         return images
     }
 
+    /// What Pillow sees of the image at `path`, at a point of each half (``PillowProbe/inspect``).
     private func inspect(_ path: String) throws -> String {
-        let run = try ChildProcess.run("/usr/bin/python3", ["-c", Self.inspect, path], timeout: 60)
-        return run.status == 0 ? run.output.trimmingCharacters(in: .whitespacesAndNewlines) : "failed: \(run.output)"
+        try PillowProbe.run(PillowProbe.inspect, [path, "100,200", "500,200"])
     }
 
     private func mimeType(_ path: String) throws -> String {

@@ -266,7 +266,7 @@ struct ProbeIntegrationTests {
             let path = mount.path("\(origin.baseURL)/p/z.jpg")
             images.change("z.jpg", to: image)
             #expect(PosixFile.size(path) == .success(image.count))
-            #expect(origin.requests().last?.header("Range") == nil, "by path, a lookup cannot tell stat from open")
+            #expect(origin.requests().last?.header("Range") == nil, "by path: a lookup's whole GET")
         }
     }
 

@@ -9,48 +9,9 @@ import Testing
 /// failed variants that do not exist, and exact sizes `thumb/<W>x<H>/`.
 @Suite("Variant formats", .serialized, .enabled(if: FuseAvailability.available))
 struct VariantFormatTests {
-    /// A 600 x 400 test image: the left half red, the right half blue (a turned or mirrored copy shows it).
-    private static let halves = """
-        from PIL import Image
-        import sys
-        image = Image.new('RGB', (600, 400), (0, 0, 255))
-        image.paste((255, 0, 0), (0, 0, 300, 400))
-        image.save(sys.argv[1])
-        """
-
-    /// Prints `<format> <width> <height> <progressive> <SOF marker> <r,g,b at each point>` of the image at argv[1]
-    /// as Pillow without plugins decodes it; points are argv[2...] as `x,y`.
-    private static let inspect = """
-        import sys
-        from PIL import Image
-        data = open(sys.argv[1], 'rb').read()
-        image = Image.open(sys.argv[1])
-        image.load()
-        sof = 'none'
-        if data[:2] == b'\\xff\\xd8':
-            i = 2
-            while i + 4 <= len(data):
-                marker = data[i + 1]
-                if marker in (0xc0, 0xc1, 0xc2):
-                    sof = 'baseline' if marker != 0xc2 else 'progressive'
-                    break
-                i += 2 + int.from_bytes(data[i + 2:i + 4], 'big')
-        points = []
-        for point in sys.argv[2:]:
-            x, y = (int(v) for v in point.split(','))
-            points.append(','.join(str(c) for c in image.convert('RGB').getpixel((x, y))))
-        print(image.format, image.size[0], image.size[1], sof, *points)
-        """
-
-    private func python(_ script: String, _ arguments: [String]) throws -> String {
-        let result = try ChildProcess.run("/usr/bin/python3", ["-c", script] + arguments, timeout: 60)
-        return result.status == 0
-            ? result.output.trimmingCharacters(in: .whitespacesAndNewlines) : "failed: \(result.output)"
-    }
-
     /// The test images, made by Pillow, libvips and ImageMagick in a scratch directory: name, bytes.
     private func originals(_ images: ThumbnailImages) throws -> [(String, [UInt8])] {
-        _ = try python(Self.halves, ["\(images.directory)/halves.png"])
+        _ = try PillowProbe.run(PillowProbe.halves, ["\(images.directory)/halves.png"])
         try images.sh("vips copy halves.png 'halves.avif[compression=av1]' && vips copy halves.png halves.heic")
         // CMYK JPEGs: one with an embedded CMYK profile (libvips), one without (ImageMagick's plain conversion).
         try images.sh("vips icc_export halves.png cmyk-profile.jpg --output-profile cmyk")
@@ -78,7 +39,7 @@ struct VariantFormatTests {
             exif[0x0112] = 6
             image.save(sys.argv[1], quality=95, exif=exif.tobytes())
             """
-        _ = try python(script, ["\(images.directory)/rotated.jpg"])
+        _ = try PillowProbe.run(script, ["\(images.directory)/rotated.jpg"])
         return try images.bytes("rotated.jpg")
     }
 
@@ -181,7 +142,7 @@ struct VariantFormatTests {
                 let url = origin.baseURL + "/" + name
                 let name = NameCodec.encode(url + (name.hasSuffix(".jpg") ? "" : "#.jpg"))
                 let path = "\(mount.mountPoint)/fmt/jpeg/\(name)"
-                let seen = try python(Self.inspect, [path] + points)
+                let seen = try PillowProbe.run(PillowProbe.inspect, [path] + points)
                 let parts = seen.split(separator: " ").map(String.init)
                 #expect(parts.count == 4 + points.count, "\(url): \(seen)")
                 guard parts.count == 4 + points.count else { continue }
@@ -195,10 +156,12 @@ struct VariantFormatTests {
             }
             // PNG with alpha: fmt/png/ keeps it, fmt/jpeg/ flattens it onto white.
             let alpha = origin.baseURL + "/alpha.png"
-            let png = try python(Self.inspect, ["\(mount.mountPoint)/fmt/png/\(NameCodec.encode(alpha))", "2,2"])
+            let png = try PillowProbe.run(
+                PillowProbe.inspect, ["\(mount.mountPoint)/fmt/png/\(NameCodec.encode(alpha))", "2,2"])
             #expect(png.hasPrefix("PNG 300 200 none"), "\(png)")
-            let flat = try python(
-                Self.inspect, ["\(mount.mountPoint)/fmt/jpeg/\(NameCodec.encode(alpha + "#.jpg"))", "2,2", "150,100"])
+            let flat = try PillowProbe.run(
+                PillowProbe.inspect,
+                ["\(mount.mountPoint)/fmt/jpeg/\(NameCodec.encode(alpha + "#.jpg"))", "2,2", "150,100"])
             let corners = flat.split(separator: " ").dropFirst(4).map {
                 $0.split(separator: ",").compactMap { Int($0) }
             }
@@ -220,7 +183,7 @@ struct VariantFormatTests {
     @Test("a failed variant does not exist: not found, not an empty file, not listed; imgfs why says why")
     func failedVariant() throws {
         let images = try ThumbnailImages()
-        _ = try python(Self.halves, ["\(images.directory)/halves.png"])
+        _ = try PillowProbe.run(PillowProbe.halves, ["\(images.directory)/halves.png"])
         try images.sh("convert halves.png -quality 90 whole.jpg")
         let whole = try images.bytes("whole.jpg")
         try withMountedOrigin { origin, mount in
@@ -234,7 +197,7 @@ struct VariantFormatTests {
                 var status = stat()
                 #expect(stat(path, &status) != 0, "\(path) exists")
                 #expect(try ChildProcess.run("/bin/sh", ["-c", "test -e \"$0\"", path]).status != 0, "test -e")
-                let isFile = try python("import os, sys; print(os.path.isfile(sys.argv[1]))", [path])
+                let isFile = try PillowProbe.run("import os, sys; print(os.path.isfile(sys.argv[1]))", [path])
                 #expect(isFile == "False", "\(path)")
                 #expect(PosixFile.read(path).map(\.count) != .success(0), "never an empty file: \(path)")
             }
@@ -260,8 +223,8 @@ struct VariantFormatTests {
             exif[0x0112] = int(sys.argv[2])
             image.save(sys.argv[1], quality=90, exif=exif.tobytes())
             """
-        _ = try python(script, ["\(images.directory)/turned.jpg", "6"])
-        _ = try python(script, ["\(images.directory)/upright.jpg", "1"])
+        _ = try PillowProbe.run(script, ["\(images.directory)/turned.jpg", "6"])
+        _ = try PillowProbe.run(script, ["\(images.directory)/upright.jpg", "1"])
         try withMountedOrigin(["--memory-limit", "4M"]) { origin, mount in
             for name in ["turned.jpg", "upright.jpg"] {
                 origin.route("/\(name)", .ok(try images.bytes(name), contentType: "image/jpeg"))
@@ -284,7 +247,7 @@ struct VariantFormatTests {
     @Test("thumb/224x224/ is exactly 224 x 224 for wide, tall and small originals; attention crop by --tune")
     func exactSizes() throws {
         let images = try ThumbnailImages()
-        _ = try python(Self.halves, ["\(images.directory)/wide.png"])
+        _ = try PillowProbe.run(PillowProbe.halves, ["\(images.directory)/wide.png"])
         try images.sh("convert -size 300x900 gradient:red-blue tall.jpg && convert -size 40x30 xc:green small.jpg")
         // A grey field with one busy, saturated corner: the attention crop moves towards it, the centre crop does not.
         try images.sh(

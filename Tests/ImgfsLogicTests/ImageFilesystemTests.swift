@@ -168,4 +168,36 @@ struct ImageFilesystemTests {
         #expect(disk.recordReads == 1000, "one record read per listed entry, page by page")
         #expect(fetcher.transfers.isEmpty, "listing fetches nothing")
     }
+
+    @Test("pages sized by the reply: each holds what fits, every entry comes once, few records are read in vain")
+    func pagesByReplySize() throws {
+        let disk = FakeDisk()
+        for index in 0..<1000 {
+            let url = try ImageURL("http://127.0.0.1/\(index).png")
+            let record = CacheRecord(
+                key: url.cacheKey, url: url.string, size: 1, contentType: nil, etag: nil,
+                lastModified: nil, fetchedAt: Date(), expiresAt: .distantFuture)
+            try [UInt8]([1]).withUnsafeBytes { _ = try disk.store(record, body: $0) }
+        }
+        let repository = ImageRepository(
+            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
+            configuration: .init(), logger: .init(label: "test"))
+        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
+        let handle = try filesystem.openDirectory(InodeTable.imagesInode, caller: .root).get()
+        disk.resetRecordReads()
+        var names: [String] = []
+        var offset = 0
+        var pages = 0
+        while true {
+            let page = filesystem.readDirectory(handle, from: offset, replySize: 4096)
+            guard let last = page.last else { break }
+            pages += 1
+            #expect(page.reduce(0) { $0 + $1.entry.name.utf8.count + 32 } <= 4096)
+            #expect(page.count > 40, "a page is filled, not cut at a fixed count")
+            names += page.map(\.entry.name)
+            offset = last.next
+        }
+        #expect(names.count == 1002 && Set(names).count == 1002)
+        #expect(disk.recordReads <= 1000 + pages, "at most one record per page read and not listed")
+    }
 }

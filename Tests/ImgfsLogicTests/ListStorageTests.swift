@@ -28,6 +28,25 @@ struct ListStorageTests {
         #expect(ImageList(name: "old", storedText: text).entries == list.entries)
     }
 
+    @Test("names and URLs read on bytes: their hashes are those of the entry's texts, invalid UTF-8 included")
+    func hashesOnBytes() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storage-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var bytes = Array("# imgfs list v1\na.png\thttps://x.org/a.png\nb\u{e9}.png\thttps://x.org/\u{e9}.png\n".utf8)
+        bytes += Array("c.png\thttps://x.org/".utf8) + [0xC3, 0x28, 0xFF] + Array(".png\n".utf8)
+        try Data(bytes).write(to: directory.appendingPathComponent("raw.list"))
+        let list = try #require(ListStore(directory: directory).list("raw"))
+        #expect(list.entries.count == 3)
+        for (position, entry) in list.entries.enumerated() {
+            #expect(list.urlHash(at: position) == EntryFacts.hash(entry.urlText), "\(entry.urlText)")
+            let (name, hash) = list.nameAndHash(at: position)
+            #expect(name == entry.name && name == list.name(at: position))
+            #expect(
+                list.nameAndHash(at: position).hash == hash && hash != list.nameAndHash(at: (position + 1) % 3).hash)
+        }
+    }
+
     @Test("200,000 entries: every name found at its position, an empty file is an empty list")
     func large() throws {
         let entries = (0..<200_000).map {

@@ -12,6 +12,7 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
 
     private let started = Mutex<[Started]>([])
     private let cancelled = Mutex<Int>(0)
+    private let restWantedCalls = Mutex<Int>(0)
 
     func start(_ request: FetchRequest, observer: any TransferObserving) -> any TransferHandle {
         started.withLock { $0.append(Started(request: request, observer: observer)) }
@@ -20,6 +21,8 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
 
     var transfers: [Started] { started.withLock { $0 } }
     var cancelCount: Int { cancelled.withLock { $0 } }
+    /// How often a handle was told the rest is wanted (``TransferHandle/restWanted()``).
+    var restWantedCount: Int { restWantedCalls.withLock { $0 } }
 
     /// Plays a whole successful response on transfer `index`.
     func respond(
@@ -77,6 +80,7 @@ final class ManualFetcher: ImageFetching, @unchecked Sendable {
     private struct Handle: TransferHandle {
         let fetcher: ManualFetcher
         func cancel() { fetcher.cancelled.withLock { $0 += 1 } }
+        func restWanted() { fetcher.restWantedCalls.withLock { $0 += 1 } }
     }
 }
 

@@ -118,12 +118,13 @@ struct ProbeTests {
         #expect(!download.dropProbe(), "a probe someone wants is not dropped")
     }
 
-    @Test("a lookup under img/ and an open start one whole GET, a stat a probe; a lookup never continues a probe")
+    @Test("a lookup under img/ and an open start a whole GET, a stat a probe; a lookup never continues a probe")
     func lookupsAndOpensAreWhole() throws {
         let name = { (path: String) in Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8) }
         #expect(throws: Never.self) { try filesystem.lookup(parent: InodeTable.imagesInode, name: name("e.jpg")).get() }
         #expect(fetcher.transfers.count == 1)
-        #expect(fetcher.transfers.last?.request.probeBytes == nil, "a lookup to be read: one whole GET")
+        #expect(fetcher.transfers.last?.request.pausesAtProbe == true, "a lookup's GET: whole unless no open comes")
+        #expect(fetcher.transfers.last?.request.probeBytes == ImageRepository.probeBytes)
         repository.opening(try url("f.jpg"), fileAbove: 1 << 20) { _ in }
         #expect(fetcher.transfers.count == 2)
         #expect(fetcher.transfers.last?.request.probeBytes == nil, "an open's transfer is one whole GET")

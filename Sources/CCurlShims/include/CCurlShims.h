@@ -25,6 +25,12 @@ CURLcode imgfs_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value
 CURLcode imgfs_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLMcode imgfs_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
+/// What a write callback returns to pause its transfer (CURL_WRITEFUNC_PAUSE).
+static const size_t IMGFS_CURL_WRITEFUNC_PAUSE = CURL_WRITEFUNC_PAUSE;
+/// Resumes a transfer its write callback paused (curl_easy_pause with CURLPAUSE_CONT, a macro Swift cannot see); the
+/// write callback may be called with the bytes curl held before this returns. Call it outside curl's callbacks.
+CURLcode imgfs_easy_resume(CURL *easy);
+
 /// The easy handle and result of a CURLMSG_DONE message (the union member cannot be read from Swift).
 int imgfs_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
 

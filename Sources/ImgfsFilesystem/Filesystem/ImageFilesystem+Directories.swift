@@ -5,8 +5,8 @@ import ImgfsPipeline
 // MARK: - Directories and generated files
 
 extension ImageFilesystem {
-    /// Takes a snapshot of directory `inode` for paging through with ``readDirectory(_:from:limit:)``; returns its
-    /// handle. Directories that name cached or listed URLs are listed for the owner and root only.
+    /// Takes a snapshot of directory `inode` for paging through with ``readDirectory(_:from:limit:replySize:)``;
+    /// returns its handle. Directories that name cached or listed URLs are listed for the owner and root only.
     public func openDirectory(_ inode: UInt64, caller: Caller) -> Result<UInt64, FilesystemError> {
         guard let node = inodes.node(inode) else { return .failure(.stale) }
         if let refusal = checkListing(node, by: caller) { return .failure(refusal) }
@@ -52,39 +52,46 @@ extension ImageFilesystem {
         return .success(handle)
     }
 
-    /// Up to `limit` entries of an open listing from position `offset` on, each with the position after it (what the
-    /// kernel passes back to continue).
+    /// Entries of an open listing from position `offset` on, each with the position after it (what the kernel passes
+    /// back to continue): up to `limit`, or with `replySize`, as many as a reply of that many bytes holds
+    /// (``DirectoryPage``).
     public func readDirectory(
-        _ handle: UInt64, from offset: Int, limit: Int = 256
+        _ handle: UInt64, from offset: Int, limit: Int = 256, replySize: Int? = nil
     ) -> [(entry: DirectoryEntry, next: Int)] {
         guard let listing = listings.withLock({ $0.open[handle] }), offset < listing.count, offset >= 0 else {
             return []
         }
+        var page = DirectoryPage(limit: limit, replySize: replySize)
         switch listing {
         case .entries(let entries):
-            return (offset..<min(entries.count, offset + limit)).map { (entries[$0], $0 + 1) }
+            for index in offset..<entries.count {
+                guard page.add(entries[index], next: index + 1) else { break }
+            }
         case .images(let leading, let keys):
-            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
-            let first = max(0, offset - leading.count)
-            for index in first..<min(keys.count, first + limit - page.count) {
+            for index in offset..<max(offset, leading.count) {
+                guard page.add(leading[index], next: index + 1) else { break }
+            }
+            for index in max(0, offset - leading.count)..<keys.count {
+                guard !page.isFull else { break }
                 // An entry evicted since the snapshot is skipped; positions stay those of the snapshot.
                 guard let url = repository.tiers.url(forKey: keys[index]) else { continue }
                 let inode = inodes.existingInode(.image(url)) ?? Self.pseudoInode(keys[index])
-                page.append(
-                    (DirectoryEntry(name: listedName(url), inode: inode, kind: .file), leading.count + index + 1))
+                let entry = DirectoryEntry(name: listedName(url), inode: inode, kind: .file)
+                guard page.add(entry, next: leading.count + index + 1) else { break }
             }
-            return page
         case .list(let leading, let list):
-            var page = offset < leading.count ? (offset..<leading.count).map { (leading[$0], $0 + 1) } : []
-            let first = max(0, offset - leading.count)
-            for index in first..<min(list.entries.count, first + limit - page.count) {
-                // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
-                let name = list.name(at: index)
-                page.append(
-                    (DirectoryEntry(name: name, inode: Self.nameInode(name), kind: .file), leading.count + index + 1))
+            for index in offset..<max(offset, leading.count) {
+                guard page.add(leading[index], next: index + 1) else { break }
             }
-            return page
+            for index in max(0, offset - leading.count)..<list.entries.count {
+                guard !page.isFull else { break }
+                // No URL is parsed to list (d_ino is informational: a number derived from the entry's name).
+                let (name, hash) = list.nameAndHash(at: index)
+                let entry = DirectoryEntry(name: name, inode: hash | 1 << 63, kind: .file)
+                guard page.add(entry, next: leading.count + index + 1) else { break }
+            }
         }
+        return page.entries
     }
 
     /// Drops an open listing.

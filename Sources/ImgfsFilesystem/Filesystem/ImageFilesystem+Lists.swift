@@ -192,6 +192,8 @@ public final class ListDirectories: Sendable {
     public let warmer: ListWarmer?
     /// Where what is learnt of entries is written to their lists' facts files, off the FUSE threads.
     let factsQueue = WorkerPool(name: "imgfs-facts")
+    /// The lists' `.index.jsonl` as last rendered.
+    let renderedIndexes = RenderedListIndex()
 
     /// The directories of the lists in `store` and of the hosts in `hosts`, loading ahead with `readAhead`.
     public init(store: ListStore, readAhead: ReadAhead, hosts: HostDirectories, warmer: ListWarmer? = nil) {
@@ -468,15 +470,21 @@ extension ImageFilesystem {
 extension ImageFilesystem {
     /// The content of list `name`'s `.index.jsonl` now (empty when the list is gone).
     func listIndexContent(_ name: String) -> [UInt8] {
-        guard let (list, facts) = lists?.store.listWithFacts(name) else { return [] }
-        return ListIndex.render(list, facts: facts)
+        guard let lists, let (list, facts) = lists.store.listWithFacts(name) else { return [] }
+        return lists.renderedIndexes.content(list, facts: facts)
+    }
+
+    /// The size of list `name`'s `.index.jsonl` now (0 when the list is gone).
+    func listIndexSize(_ name: String) -> Int {
+        guard let lists, let (list, facts) = lists.store.listWithFacts(name) else { return 0 }
+        return lists.renderedIndexes.size(list, facts: facts)
     }
 
     /// The entry of list `name`'s `.index.jsonl`: its size now, attributes not to be cached (it grows as entries are
     /// learnt).
     func listIndexEntry(_ inode: UInt64, list name: String) -> Entry {
         let attributes = Attributes(
-            inode: inode, kind: .file, size: listIndexContent(name).count,
+            inode: inode, kind: .file, size: listIndexSize(name),
             permissions: Self.permissions(of: .listIndex(name)), modified: Date(), linkCount: 1)
         return Entry(attributes: attributes, entryTimeout: Self.browseEntryTimeout, attributeTimeout: 0)
     }

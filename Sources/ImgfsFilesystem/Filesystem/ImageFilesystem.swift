@@ -12,7 +12,8 @@ import Synchronization
 /// for. The transfer of an image that is neither cached nor arriving is a probe of its first bytes
 /// (``ImageRepository/probeBytes``, which an open later continues) when a stat or a listing asks: a getattr, or a
 /// lookup in a folder of `lists/` or `hosts/` whose listing is open (``ListingDirectories``); any other lookup (`cat`,
-/// a viewer) starts one whole GET. A lookup never asks a probe for the rest: an open does. A URL whose fetch failed
+/// a viewer, `stat` by path) starts one whole GET that stops after the probe's bytes unless an open joins it in time
+/// (``TransferStart/lookup``). A lookup never asks a probe for the rest: an open does. A URL whose fetch failed
 /// does not exist: a lookup that knows the failure (or waits for it) fails with its errno (in a list's or a host's
 /// directory always `ENOENT`, so programs listing it go on with the rest), and getattr of a name the kernel still holds
 /// fails with it too, so no program sees an empty regular file. The reason stays readable through the `.imgfs`
@@ -165,9 +166,9 @@ public final class ImageFilesystem: Sendable {
             if inList, let known = entryFromFacts(url) { return reply(.success(known)) }
             let glance: (CacheGlance) -> Void = { [lists] in lists?.lookedUp(url, cached: $0.cached) }
             // In a folder of lists/ or hosts/ being listed now, names are looked up by `ls -l`, file managers,
-            // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer): one whole GET, as the
-            // open will want (the kernel does not say which a lookup is for).
-            let start: TransferStart = directory != .images && listed.isListed(parent) ? .probe : .whole
+            // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer) or to be stat'ed (the
+            // kernel does not say which): one whole GET that stops after the probe's bytes unless an open comes.
+            let start: TransferStart = directory != .images && listed.isListed(parent) ? .probe : .lookup
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, start: start, glance: glance, reply: reply)
             } else {

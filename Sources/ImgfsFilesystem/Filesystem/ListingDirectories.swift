@@ -3,7 +3,8 @@ import ImgfsModel
 /// Which directories are being listed now: a directory with an open listing (OPENDIR not yet released). Programs that
 /// stat every entry of a folder (`ls -l`, `gio list`, file managers, `os.scandir` + `stat`) look the entries up while
 /// their listing is open; a program that reads a file by name (`cat`, a viewer given a path) has no listing open. The
-/// lookup of an image in a listed folder under `lists/` or `hosts/` is therefore a probe, elsewhere a whole GET.
+/// lookup of an image in a listed folder under `lists/` or `hosts/` is therefore a probe, elsewhere a whole GET that
+/// stops after the probe's bytes unless an open joins it in time.
 ///
 /// Guarantees: thread safe; a directory counts as listed from ``opened(_:handle:)`` until every handle opened on it
 /// was ``closed(_:)``; a handle closed twice, or never opened, changes nothing.

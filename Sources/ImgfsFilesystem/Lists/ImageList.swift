@@ -5,9 +5,9 @@ import ImgfsStore
 ///
 /// Guarantees: names are unique within the list; looking a name up costs one hash lookup; reading a stored list
 /// parses no URL (each entry's URL is parsed when it is used) and keeps no string per entry: the list's file is mapped
-/// and an entry is read from it when it is asked for, so a loaded list costs about 10 bytes of memory per entry
-/// beside its file's pages (which the system may drop while the list is not read). Lines past the first 4 GiB of a
-/// list's file are not read.
+/// and an entry is read from it when it is asked for, so a loaded list costs about 4 bytes of memory per entry, and
+/// 4 to 8 more from its first lookup by name, beside its file's pages (which the system may drop while the list is not
+/// read). Lines past the first 4 GiB of a list's file are not read.
 public struct ImageList: Sendable {
     /// One file of the directory.
     public struct Entry: Sendable, Equatable {
@@ -69,6 +69,13 @@ public struct ImageList: Sendable {
 
     /// The name of the entry at `position`, read without its URL (a listing needs no more).
     public func name(at position: Int) -> String { entries.storage.name(position) }
+
+    /// The name of the entry at `position` and a 64-bit FNV-1a hash of it (a listing's inode numbers), read in one
+    /// pass without its URL.
+    public func nameAndHash(at position: Int) -> (name: String, hash: UInt64) { entries.storage.nameAndHash(position) }
+
+    /// ``EntryFacts/hash(_:)`` of the URL text of the entry at `position`, read without making a String.
+    public func urlHash(at position: Int) -> UInt64 { entries.storage.urlHash(position) }
 
     // MARK: - The stored form: a header line, then `name<TAB>url` a line
 

@@ -15,6 +15,13 @@ public final class ListFacts: Sendable {
     private let writable: Bool
     /// The open file, once it exists.
     private let descriptor = Locked<Int32?>(nil)
+    /// How many records this object has written.
+    private let writes = Locked<UInt64>(0)
+
+    /// Changes with every record this object writes, once the record is in the file: what was rendered from the facts
+    /// at one version (read before rendering) is current while the version stays. Other objects' writes are not
+    /// counted.
+    public var version: UInt64 { writes.withLock { $0 } }
 
     /// The facts at `path`; `writable`: recording makes the file when it is missing (at the first record, so a list
     /// nothing was learnt of has no facts file).
@@ -77,6 +84,7 @@ public final class ListFacts: Sendable {
     public func record(_ facts: EntryFacts, at index: Int, urlText: String) -> Bool {
         guard index >= 0, index < Int.max / EntryFacts.recordSize, let fd = file(create: true) else { return false }
         let size = EntryFacts.recordSize
+        defer { writes.withLock { $0 &+= 1 } }
         return (try? DiskCacheIO.write(fd, facts.encoded(urlText: urlText), at: index * size, path: path)) != nil
     }
 
@@ -96,5 +104,6 @@ public final class ListFacts: Sendable {
             let fd = file(create: true)
         else { return }
         try? DiskCacheIO.write(fd, record, at: index * record.count, path: path)
+        writes.withLock { $0 &+= 1 }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import ImgfsModel
 import ImgfsStore
 
@@ -5,8 +6,9 @@ import ImgfsStore
 /// line, and an open-addressing table from names to positions.
 ///
 /// Guarantees: immutable once built; lines that are empty, start with `#` or hold no tab are not entries; a name that
-/// repeats is found at its first entry; about 4 bytes per entry for the line starts and 4 to 8 for the table. A mapped
-/// file's pages are let go once the table is built, so an unread list costs only those arrays.
+/// repeats is found at its first entry; about 4 bytes per entry for the line starts, and 4 to 8 for the table, which
+/// is built at the first lookup by name (a listing needs none). A mapped file's pages are let go once the starts are
+/// found and again once the table is built, so an unread list costs only those arrays.
 final class ListStorage: Sendable {
     /// Where the lines are.
     enum Bytes: Sendable {
@@ -17,8 +19,9 @@ final class ListStorage: Sendable {
     private let bytes: Bytes
     /// Where each entry's line starts.
     private let starts: [UInt32]
-    /// Position + 1 of the entry whose name hashes to the slot (0: empty); a power of two in size.
-    private let table: [UInt32]
+    /// Position + 1 of the entry whose name hashes to the slot (0: empty); a power of two in size. Nil until the
+    /// first lookup by name.
+    private let lookupTable = Locked<[UInt32]?>(nil)
 
     /// The number of entries.
     var count: Int { starts.count }
@@ -27,39 +30,51 @@ final class ListStorage: Sendable {
         self.bytes = bytes
         var starts: [UInt32] = []
         Self.withBytes(bytes) { buffer in
+            guard let base = buffer.baseAddress else { return }
             var offset = 0
             let end = min(buffer.count, Int(UInt32.max))
             while offset < end {
-                // One pass over the line: where it ends, and whether it holds a tab.
-                var cursor = offset
-                var tab = false
-                while cursor < buffer.count, buffer[cursor] != 0x0A {
-                    if buffer[cursor] == 0x09 { tab = true }
-                    cursor += 1
+                // The line's end, and whether it holds a tab (the first one ends the name: it is near the start).
+                let cursor =
+                    memchr(base + offset, 0x0A, buffer.count - offset).map { UnsafeRawPointer($0) - base }
+                    ?? buffer.count
+                if buffer[offset] != UInt8(ascii: "#"), memchr(base + offset, 0x09, cursor - offset) != nil {
+                    starts.append(UInt32(offset))
                 }
-                if tab, buffer[offset] != UInt8(ascii: "#") { starts.append(UInt32(offset)) }
                 offset = cursor + 1
             }
         }
         self.starts = starts
+        if case .mapped(let file) = bytes { file.releasePages() }
+    }
+
+    /// The table from names to positions, built at the first call.
+    private func table() -> [UInt32] {
+        lookupTable.withLock { table in
+            if let table { return table }
+            let built = Self.withBytes(bytes) { Self.table(buffer: $0, starts: starts) }
+            if case .mapped(let file) = bytes { file.releasePages() }
+            table = built
+            return built
+        }
+    }
+
+    private static func table(buffer: UnsafeRawBufferPointer, starts: [UInt32]) -> [UInt32] {
         var capacity = 8
         while capacity < starts.count + starts.count / 2 { capacity <<= 1 }
         var table = [UInt32](repeating: 0, count: capacity)
-        Self.withBytes(bytes) { buffer in
-            for (position, start) in starts.enumerated() {
-                let name = Self.nameRange(buffer, start: Int(start))
-                let key = UnsafeRawBufferPointer(rebasing: buffer[name])
-                var slot = Int(truncatingIfNeeded: Self.hash(buffer, name)) & (capacity - 1)
-                while table[slot] != 0 {
-                    let other = Self.nameRange(buffer, start: Int(starts[Int(table[slot]) - 1]))
-                    if Self.equal(buffer, other, key) { break }
-                    slot = (slot + 1) & (capacity - 1)
-                }
-                if table[slot] == 0 { table[slot] = UInt32(position + 1) }
+        for (position, start) in starts.enumerated() {
+            let name = Self.nameRange(buffer, start: Int(start))
+            let key = UnsafeRawBufferPointer(rebasing: buffer[name])
+            var slot = Int(truncatingIfNeeded: Self.hash(buffer, name)) & (capacity - 1)
+            while table[slot] != 0 {
+                let other = Self.nameRange(buffer, start: Int(starts[Int(table[slot]) - 1]))
+                if Self.equal(buffer, other, key) { break }
+                slot = (slot + 1) & (capacity - 1)
             }
+            if table[slot] == 0 { table[slot] = UInt32(position + 1) }
         }
-        self.table = table
-        if case .mapped(let file) = bytes { file.releasePages() }
+        return table
     }
 
     /// Storage for `entries`, as their stored lines.
@@ -91,9 +106,33 @@ final class ListStorage: Sendable {
         withBytes { String(decoding: $0[Self.nameRange($0, start: Int(starts[position]))], as: UTF8.self) }
     }
 
+    /// The name of the entry at `position` and its ``hash(_:_:)``.
+    func nameAndHash(_ position: Int) -> (String, UInt64) {
+        withBytes { buffer in
+            let range = Self.nameRange(buffer, start: Int(starts[position]))
+            return (String(decoding: buffer[range], as: UTF8.self), Self.hash(buffer, range))
+        }
+    }
+
+    /// ``EntryFacts/hash(_:)`` of the URL text of the entry at `position`.
+    func urlHash(_ position: Int) -> UInt64 {
+        withBytes { buffer in
+            let start = Int(starts[position])
+            let name = Self.nameRange(buffer, start: start)
+            let url = (name.upperBound + 1)..<Self.lineEnd(buffer, from: start)
+            // Bytes that are not ASCII are hashed as the entry's text has them (invalid UTF-8 replaced).
+            guard !buffer[url].contains(where: { $0 >= 0x80 }) else {
+                return EntryFacts.hash(String(decoding: buffer[url], as: UTF8.self))
+            }
+            let hash = Self.hash(buffer, url)
+            return hash == 0 ? 1 : hash
+        }
+    }
+
     /// The position of the entry called `name`.
     func index(of name: String) -> Int? {
         var wanted = name
+        let table = table()
         return wanted.withUTF8 { utf8 in
             let key = UnsafeRawBufferPointer(utf8)
             return withBytes { buffer in

@@ -46,6 +46,23 @@ extension ListStore {
             if buffer.count >= 1 << 20 { try flush() }
         }
 
+        /// Adds entry `index` of `count`, named ``EntryNamer/name(index:count:suffix:)`` from `suffix`, for the URL
+        /// text `urlText` (bytes, not kept); `previous` as in ``append(name:urlText:previous:)``.
+        public func append(
+            index: Int, count: Int, suffix: UnsafeRawBufferPointer, urlText: UnsafeRawBufferPointer,
+            previous: Int? = nil
+        ) throws {
+            EntryNamer.appendName(index: index, count: count, suffix: suffix, to: &buffer)
+            buffer.append(0x09)
+            buffer.append(contentsOf: urlText)
+            buffer.append(0x0A)
+            if let previous, let record = oldFacts?.rawRecord(at: previous) {
+                newFacts?.writeRaw(record, at: self.count)
+            }
+            self.count += 1
+            if buffer.count >= 1 << 20 { try flush() }
+        }
+
         func flush() throws {
             try buffer.withUnsafeBytes { try DiskCacheIO.writeAll(fd, $0, path: temporary) }
             buffer.removeAll(keepingCapacity: true)

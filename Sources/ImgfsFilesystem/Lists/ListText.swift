@@ -13,6 +13,12 @@ public enum ListText {
         public let url: ImageURL
         /// The file name given after a tab; nil: a name is made from the URL.
         public let givenName: String?
+
+        /// The line of `url`, named `givenName` when given.
+        public init(url: ImageURL, givenName: String?) {
+            self.url = url
+            self.givenName = givenName
+        }
     }
 
     /// One rejected line.
@@ -46,16 +52,32 @@ public enum ListText {
         var lines: [Line] = []
         var problems: [Problem] = []
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let fields = raw.split(separator: "\t", maxSplits: 1).map(Self.trimmed)
-            guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { continue }
-            do {
-                let url = try ImageURL(first)
-                let given = fields.count > 1 && !fields[1].isEmpty ? fields[1] : nil
-                lines.append(Line(url: url, givenName: given))
-            } catch {
-                problems.append(Problem(line: number + 1, reason: "\(error): \(first.prefix(200))"))
+            switch judge(raw, number: number + 1) {
+            case .valid(let line): lines.append(line)
+            case .rejected(let problem): problems.append(problem)
+            case nil: continue
             }
         }
         return (lines, problems)
+    }
+
+    /// A line that is not blank: valid or rejected.
+    enum Judged {
+        case valid(Line)
+        case rejected(Problem)
+    }
+
+    /// What the line `raw` (line `number`, without its line end) is: a valid line, a problem, or nil for a blank line
+    /// or a comment.
+    static func judge(_ raw: Substring, number: Int) -> Judged? {
+        let fields = raw.split(separator: "\t", maxSplits: 1).map(Self.trimmed)
+        guard let first = fields.first, !first.isEmpty, !first.hasPrefix("#") else { return nil }
+        do {
+            let url = try ImageURL(first)
+            let given = fields.count > 1 && !fields[1].isEmpty ? fields[1] : nil
+            return .valid(Line(url: url, givenName: given))
+        } catch {
+            return .rejected(Problem(line: number, reason: "\(error): \(first.prefix(200))"))
+        }
     }
 }

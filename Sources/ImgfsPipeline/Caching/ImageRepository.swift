@@ -191,7 +191,7 @@ public final class ImageRepository: Sendable {
         priority: FetchPriority = .waited, start: TransferStart = .whole, continuesProbe: Bool = true
     ) -> Resolution {
         diskWrites.noteRequest()
-        let kind = start == .probe && !probes(max(priority, url.requestedPriority)) ? .whole : start
+        let kind = start != .whole && !probes(max(priority, url.requestedPriority)) ? .whole : start
         switch resolver.step(url, refresh: refresh, interest: interest, priority: priority, start: kind) {
         case .answer(let resolution):
             if kind == .whole, continuesProbe, case .ready(.success(.download(let download))) = resolution {
@@ -640,11 +640,17 @@ public protocol TransferObserving: AnyObject, Sendable {
     /// Whether anyone still waits for this transfer. A fetcher may call off a transfer nobody wants when a transfer
     /// somebody waits for needs its place; asked on any thread.
     var isWanted: Bool { get }
+    /// Whether someone wants the whole body (an open joined): a transfer that pauses after its probe bytes
+    /// (``FetchRequest/pausesAtProbe``) then goes on; asked on the fetch thread.
+    var wantsRest: Bool { get }
 }
 
 extension TransferObserving {
     /// By default every transfer is wanted until it ends.
     public var isWanted: Bool { true }
+
+    /// By default the whole body is wanted.
+    public var wantsRest: Bool { true }
 
     /// By default a body cannot start again: the observer fails with ``FetchError/changed``.
     public func transferDidRestart(head: ResponseHead) -> Bool {
@@ -659,11 +665,17 @@ public protocol TransferHandle: Sendable {
     func cancel()
     /// Raises a transfer still waiting for admission to `priority` (a reader joined it); no effect once it started.
     func promote(to priority: FetchPriority)
+    /// The observer now wants the rest (``TransferObserving/wantsRest``): a transfer paused after its probe bytes goes
+    /// on at once; no effect on any other.
+    func restWanted()
 }
 
 extension TransferHandle {
     /// Does nothing: a fetcher without an admission queue starts every transfer at once.
     public func promote(to priority: FetchPriority) {}
+
+    /// Does nothing: a fetcher that never pauses has nothing to resume.
+    public func restWanted() {}
 }
 
 /// One GET: the URL and, for a revalidation, the validators of the cached copy.
@@ -684,6 +696,12 @@ public struct FetchRequest: Sendable, Equatable {
     /// For a probe: how many first bytes to ask for (`Range: bytes=0-…`); a server that ignores Range is cut off
     /// after them (when it announced a Content-Length; else the whole body is taken, since its size is needed).
     public var probeBytes: Int?
+    /// For a lookup's transfer (the kernel does not say whether a stat or an open follows): with ``probeBytes``, the
+    /// GET asks for the whole image (no `Range`) and, once it has delivered those first bytes of a longer body with a
+    /// Content-Length, goes on only if the observer wants the rest (``TransferObserving/wantsRest``); otherwise it
+    /// pauses for a short grace time (the fetcher's), goes on when the rest is wanted in time
+    /// (``TransferHandle/restWanted()``), and else ends there as a probe cut off after its first bytes does.
+    public var pausesAtProbe = false
     /// For the rest of a probed image: the probe's head, whose total size and strong validator the continuation
     /// (`Range: bytes=N-` with `If-Range`) must match; a 200 instead starts the body again from byte 0.
     public var continuedHead: ResponseHead?

@@ -78,7 +78,8 @@ struct SourceResolver: Sendable {
             }
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
             var request = FetchRequest(url: url, priority: priority)
-            request.probeBytes = start == .probe ? ImageRepository.probeBytes : nil
+            request.probeBytes = start == .whole ? nil : ImageRepository.probeBytes
+            request.pausesAtProbe = start == .lookup
             return .step(file(url, rules, &state, request: request, fallback: nil))
         }
         switch decision {
@@ -137,7 +138,8 @@ struct SourceResolver: Sendable {
         let (openHandles, aheadOfReaders) = (openHandles, request.priority != .waited)
         let download = Download(
             url: url.withoutFragment, rules: rules, limits: configuration.limits, memory: configuration.bodyMemory,
-            probeLimit: request.probeBytes, isHeld: { aheadOfReaders || openHandles(url) > 0 })
+            probeLimit: request.probeBytes, pausesAtProbe: request.pausesAtProbe,
+            isHeld: { aheadOfReaders || openHandles(url) > 0 })
         state.inFlight.begin(url.cacheKey, .init(download: download, fallback: fallback, priority: request.priority))
         state.fetchedThisSession.insert(url.cacheKey)
         state.counters.transfers += 1

@@ -3,8 +3,12 @@
 ///
 /// Guarantees: a probe is asked for the rest only by ``whole`` (and never by a lookup, which may be a stat's).
 public enum TransferStart: Sendable, Equatable {
-    /// Someone reads the image (an open, a read, read-ahead, a lookup to be read): a whole GET.
+    /// Someone reads the image (an open, a read, read-ahead, prefetching, a list warming): a whole GET.
     case whole
     /// Someone wants its size and first bytes only (a stat, `ls -l`): a GET of the first bytes.
     case probe
+    /// Someone looked the name up, to stat it or to read it (the kernel does not say which): one whole GET that stops
+    /// after the probe's first bytes unless an open wants the rest in time (``FetchRequest/pausesAtProbe``), so
+    /// `cat` is one request and `stat` costs about a probe.
+    case lookup
 }

@@ -14,7 +14,10 @@ import Synchronization
 /// (``wantRest()``) has it fetched from there, once; until that answer is decided (the continuation's first byte, or a
 /// new whole body) the size is withheld, so nobody is told the size of one version and given the bytes of another.
 /// Whoever wanted the rest while the probe was under way may have been told its size already: a new version of another
-/// size then fails the download (``FetchError/changed(_:)``) rather than be served.
+/// size then fails the download (``FetchError/changed(_:)``) rather than be served. A lookup's probe
+/// (``pausesAtProbe``) is a whole GET whose fetcher ends it after the probe's bytes unless the rest is wanted
+/// (``wantsRest``) in time: then it simply goes on, its bytes moved (on the fetch thread) to a body sized for the whole
+/// image.
 public final class Download: TransferObserving, Sendable {
     /// Answers a metadata waiter: the image's metadata once the head has arrived, or why the download failed.
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
@@ -75,6 +78,8 @@ public final class Download: TransferObserving, Sendable {
         /// open): a continuation that finds another size then fails the download rather than serve a body of a size
         /// that open was not told.
         var sizePromised = false
+        /// The body is held in a buffer sized for the probe's bytes only (moved to a whole one if the rest is wanted).
+        var probeSized = false
     }
 
     /// What the repository does for a probe: start the rest, and hear that a probe ended or a new body replaced it.
@@ -131,16 +136,21 @@ public final class Download: TransferObserving, Sendable {
 
     /// For a probe: how many first bytes it asks for (the fetcher stops there); nil for a whole download.
     public let probeLimit: Int?
+    /// A lookup's probe: a whole GET that the fetcher ends after ``probeLimit`` bytes unless the rest is wanted in time
+    /// (``FetchRequest/pausesAtProbe``).
+    public let pausesAtProbe: Bool
     private let probeHandlers = Locked<ProbeHandlers?>(nil)
 
     /// A download of `url` with no waiters yet; nothing is fetched until a fetcher reports to it. With `probeLimit`,
-    /// the transfer is a probe of that many first bytes.
+    /// the transfer is a probe of that many first bytes (with `pausesAtProbe`, a lookup's: a whole GET that stops there
+    /// unless the rest is wanted in time).
     public init(
         url: ImageURL, rules: RequestRules = .empty, limits: Limits = Limits(), memory: BodyMemory = .ordinary,
-        probeLimit: Int? = nil, isHeld: @escaping @Sendable () -> Bool = { false }
+        probeLimit: Int? = nil, pausesAtProbe: Bool = false, isHeld: @escaping @Sendable () -> Bool = { false }
     ) {
         self.url = url
         self.probeLimit = probeLimit
+        self.pausesAtProbe = pausesAtProbe && probeLimit != nil
         self.isHeld = isHeld
         self.rules = rules
         self.limits = rules.limits(for: url.host, default: limits)  // a policy rule may set its host's max size
@@ -293,7 +303,10 @@ public final class Download: TransferObserving, Sendable {
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
+            // A lookup's probe that an open already joined is a whole download.
+            let probeLimit = pausesAtProbe && state.restWanted ? nil : probeLimit
             state.bytes = Self.body(for: head, probeLimit: probeLimit, memory: memory)
+            state.probeSized = probeLimit != nil && !head.isNotModified && (head.contentLength ?? 0) > probeLimit!
             state.verified = !limits.requireImage || head.isNotModified
             defer { state.headWaiters.removeAll() }
             guard let metadata = Self.metadata(of: state) else { return (state.headWaiters, [], nil) }
@@ -329,6 +342,7 @@ public final class Download: TransferObserving, Sendable {
                 state.continuing = false
                 state.head = head
                 state.headReceivedAt = Date()
+                state.probeSized = false
                 state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
                 state.received = 0
                 state.verified = !limits.requireImage
@@ -344,6 +358,7 @@ public final class Download: TransferObserving, Sendable {
                 state.replayLimit = state.received
                 state.replayed = 0
             } else {
+                state.probeSized = false
                 state.bytes = ImageBytes(expectedCount: head.contentLength, memory: memory)
                 state.received = 0
                 state.verified = !limits.requireImage
@@ -364,6 +379,13 @@ public final class Download: TransferObserving, Sendable {
     public func transferDidReceive(bytes: UnsafeRawBufferPointer) -> Bool {
         let (buffer, alreadyFailed, replayed, replay) = state.withLock { state in
             if case .failed = state.phase { return (state.bytes, true, 0, 0) }
+            // A lookup's probe an open joined goes on whole: its bytes move here, on the only thread that appends. So
+            // does one whose fetcher did not stop at the probe's bytes (a tier that hands over whole bodies).
+            if state.probeSized,
+                state.restWanted || state.received > (probeLimit ?? .max) - bytes.count
+            {
+                Self.moveToWholeBody(&state, memory: memory)
+            }
             return (state.bytes, false, state.replayed, state.replayLimit - state.replayed)
         }
         guard !alreadyFailed else { return false }
@@ -487,6 +509,9 @@ public final class Download: TransferObserving, Sendable {
     /// Whether it is a probe that ended after its first bytes and nobody has wanted the rest since.
     public var isProbed: Bool { state.withLock { $0.probed && !$0.restWanted } }
 
+    /// Whether someone wants the whole body (``wantRest()``): a lookup's probe then goes on (asked by the fetcher).
+    public var wantsRest: Bool { state.withLock { $0.restWanted } }
+
     /// Up to `count` first bytes of a probe that ended after its first bytes (kept, nobody wanted the rest yet), else
     /// nil.
     public func probedFirstBytes(count: Int) -> [UInt8]? {
@@ -496,20 +521,25 @@ public final class Download: TransferObserving, Sendable {
         }
     }
 
-    /// Someone wants the whole body: a probe is continued where it stopped (at once if it has, else when it does);
-    /// nothing happens for a download that is not a probe.
+    /// Someone wants the whole body: a probe is continued where it stopped (at once if it has, else when it does), a
+    /// lookup's probe under way goes on (its fetcher is told, in case it paused); nothing happens for a download that
+    /// is not a probe.
     public func wantRest() {
         guard probeLimit != nil else { return }
-        let start = state.withLock { state -> (ResponseHead, Int)? in
+        let (start, handle) = state.withLock { state -> ((ResponseHead, Int)?, (any TransferHandle)?) in
+            var underWay = false
             switch state.phase {
             case .waitingForHead, .receiving:
                 // Under way (not yet ended after its first bytes, nor continued): the asker may be told its size.
                 state.sizePromised = state.sizePromised || (!state.continued && !state.probed)
+                underWay = !state.probed
             case .complete, .failed: break
             }
+            let first = !state.restWanted
             state.restWanted = true
-            return Self.takeContinuation(&state, memory: memory)
+            return (Self.takeContinuation(&state, memory: memory), first && underWay ? state.handle : nil)
         }
+        if pausesAtProbe { handle?.restWanted() }
         if let start { continueAfter(start) }
     }
 
@@ -561,15 +591,22 @@ public final class Download: TransferObserving, Sendable {
     /// body sized for the whole image (in the memory it would have had), and the size is withheld until the
     /// continuation's answer is decided.
     private static func takeContinuation(_ state: inout State, memory: BodyMemory) -> (ResponseHead, Int)? {
-        guard state.probed, state.restWanted, let head = state.head else { return nil }
+        guard state.probed, state.restWanted, state.head != nil else { return nil }
         state.probed = false
         state.continuing = true
         state.continued = true
         state.phase = .receiving
-        let whole = ImageBytes(expectedCount: head.contentLength, memory: memory)
+        moveToWholeBody(&state, memory: memory)
+        return (state.head!, state.received)
+    }
+
+    /// Moves the bytes received so far to a body sized for the whole image, in the memory it would have had (readers
+    /// keep the slices they were given of the old one).
+    private static func moveToWholeBody(_ state: inout State, memory: BodyMemory) {
+        let whole = ImageBytes(expectedCount: state.head?.contentLength, memory: memory)
         state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
         state.bytes = whole
-        return (head, state.received)
+        state.probeSized = false
     }
 
     /// Whether two answers are the same version of the image: the same ETag and Last-Modified (both absent counts as

@@ -152,20 +152,7 @@ extension VariantStore {
         let retry: @Sendable () -> Void = { [self] in
             workers.submit { [self] in produceDesktop(size, url, key: key, original: original, arrived: bytes) }
         }
-        let started = DispatchTime.now().uptimeNanoseconds
-        let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
-            if pieces.count == 1 { return admittedDesktop(pieces[0], size, retry: retry) }
-            var whole: [UInt8] = []
-            whole.reserveCapacity(bytes.count)
-            for piece in pieces { whole.append(contentsOf: piece) }
-            return whole.withUnsafeBytes { admittedDesktop($0, size, retry: retry) }
-        }
-        guard let made = outcome else { return }
-        let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
-        counters.withLock {
-            $0.decodeMilliseconds += milliseconds
-            if case .success = made { $0.made += 1 }
-        }
+        guard let made = timedDecode(bytes, { admittedDesktop($0, size, retry: retry) })?.made else { return }
         switch made {
         case .failure(let error):
             logger.warning(

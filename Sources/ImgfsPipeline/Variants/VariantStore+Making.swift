@@ -72,6 +72,28 @@ extension VariantStore {
         }
     }
 
+    /// `decode` run over `bytes` as one buffer (pieces joined when it arrived in several), with the milliseconds it
+    /// took, both counted; nil when it parked (admission said: later).
+    func timedDecode(
+        _ bytes: ImageSlice, _ decode: (UnsafeRawBufferPointer) -> Result<MadeVariant, VariantError>?
+    ) -> (made: Result<MadeVariant, VariantError>, milliseconds: Int)? {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
+            if pieces.count == 1 { return decode(pieces[0]) }
+            var whole: [UInt8] = []
+            whole.reserveCapacity(bytes.count)
+            for piece in pieces { whole.append(contentsOf: piece) }
+            return whole.withUnsafeBytes { decode($0) }
+        }
+        guard let made = outcome else { return nil }
+        let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+        counters.withLock {
+            $0.decodeMilliseconds += milliseconds
+            if case .success = made { $0.made += 1 }
+        }
+        return (made, milliseconds)
+    }
+
     /// On a worker: takes the whole original (`arrived`, else read from the caches), decodes it and files the variant.
     private func produce(
         _ kind: VariantKind, _ url: ImageURL, key: String, original: ImageMetadata, validator: String,
@@ -94,20 +116,9 @@ extension VariantStore {
                 produce(kind, url, key: key, original: original, validator: validator, arrived: bytes)
             }
         }
-        let started = DispatchTime.now().uptimeNanoseconds
-        let outcome = bytes.withSegments { pieces -> Result<MadeVariant, VariantError>? in
-            if pieces.count == 1 { return admitted(pieces[0], specification, retry: retry) }
-            var whole: [UInt8] = []
-            whole.reserveCapacity(bytes.count)
-            for piece in pieces { whole.append(contentsOf: piece) }
-            return whole.withUnsafeBytes { admitted($0, specification, retry: retry) }
-        }
-        // Parked: `retry` submits it again once a decode under way ends.
-        guard let made = outcome else { return }
-        let milliseconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
-        counters.withLock {
-            $0.decodeMilliseconds += milliseconds
-            if case .success = made { $0.made += 1 }
+        // Parked (nil): `retry` submits it again once a decode under way ends.
+        guard let (made, milliseconds) = timedDecode(bytes, { admitted($0, specification, retry: retry) }) else {
+            return
         }
         switch made {
         case .failure(let error):
