@@ -6,7 +6,7 @@ import ImgfsFuse
 import ImgfsModel
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). Unless
-/// `--no-probe`, every entry is then probed through the list's folder, held open meanwhile: a `stat` of
+/// `--no-probe` (or `--warm`, which loads them whole), every entry is then probed through the list's folder, held open meanwhile: a `stat` of
 /// `lists/NAME/<entry>`, which costs an uncached image one request for its first 64 KiB, not a download. An entry
 /// whose URL names no image extension gets one from what the mount has cached of it (asked without a fetch), else
 /// from its probe (its `user.imgfs.content_type`); the list is then written again with those names.
@@ -52,7 +52,8 @@ struct ListAddCommand: ParsableCommand {
     @Flag(
         help: """
             Warm the list: the mount loads every entry in the background, after what readers wait for, now and the \
-            first time the list is opened after each mount (for data loaders; up to half of the cache).
+            first time the list is opened after each mount (for data loaders; up to half of the cache). Entries are \
+            then not probed first (only those whose names wait for a type).
             """)
     var warm = false
 
@@ -126,7 +127,9 @@ struct ListAddCommand: ParsableCommand {
         // Pass two: the names, written as they are made.
         let previous = store.list(name, recheck: true)
         try write(spool, to: store, types: types, previous: previous, samePositions: false)
-        if !noProbe {
+        // A warmed list loads every image whole at once (and learns their facts as it does): a probe first would only
+        // cost each a second request, so then only the entries whose names wait for a type are probed.
+        if !noProbe && (!warm || typesWanted) {
             // The folder stays open while its entries are stat'ed: the mount then probes each uncached image (its
             // first 64 KiB) rather than download it. Opening it also makes the mount read the new list at once.
             let folder = "\(mount)/lists/\(name)"
@@ -134,10 +137,13 @@ struct ListAddCommand: ParsableCommand {
             defer { if let listing { closedir(listing) } }
             // Read anew (a store's loaded list is told apart from a newer one by its file's modification time).
             if let list = ListStore(directory: store.directory).list(name) {
-                let found = probe.probe(count: list.entries.count) { index in
-                    let entry = list.entries[index]
-                    let wanted = typesWanted && known[entry.urlText] == nil && Self.namesNoType(entry.urlText)
-                    return ("\(folder)/\(entry.name)", wanted ? entry.urlText : nil)
+                let wantsType: @Sendable (ImageList.Entry) -> Bool = { entry in
+                    typesWanted && known[entry.urlText] == nil && Self.namesNoType(entry.urlText)
+                }
+                let selected = warm ? list.entries.indices.filter { wantsType(list.entries[$0]) } : nil
+                let found = probe.probe(count: selected?.count ?? list.entries.count) { position in
+                    let entry = list.entries[selected?[position] ?? position]
+                    return ("\(folder)/\(entry.name)", wantsType(entry) ? entry.urlText : nil)
                 }
                 if !found.isEmpty {
                     types.merge(found) { known, _ in known }

@@ -51,6 +51,22 @@ struct ListWarmTests {
         #expect(counters["ended"] as? Bool == true)
     }
 
+    @Test("list add --warm probes nothing first: one whole GET per entry, the warm's")
+    func warmAddsNoProbes() throws {
+        let fixture = try ListFixture(delay: 0)
+        defer { fixture.stop() }
+        let count = 10
+        let added = try fixture.add("set", (1...count).map(fixture.url).joined(separator: "\n"), extra: ["--warm"])
+        #expect(added.status == 0, "\(added.output)")
+        #expect(
+            Poll.until(timeout: 30) { Set(Self.listed(fixture, count)).count == count },
+            "every entry fetched: \(Self.listed(fixture, count))")
+        #expect(fixture.mount.waitForLog { $0.contains("warmed list set") })
+        let requests = fixture.origin.requests()
+        #expect(requests.count == count, "\(requests.map(\.path))")
+        #expect(requests.allSatisfy { $0.header("Range") == nil }, "no probe: \(requests.map { $0.header("Range") })")
+    }
+
     @Test("a reader jumping about a warm list (a shuffled loader) fetches each URL once: read-ahead gives up none")
     func shuffledReaderOneFetchEach() throws {
         let fixture = try ListFixture(delay: 0.2)
