@@ -6,10 +6,11 @@ import ImgfsFuse
 import ImgfsModel
 
 /// `imgfs list add MOUNT NAME FILE|-`: stores a list; entries get readable names (``EntryNamer``). Unless
-/// `--no-probe` (or `--warm`, which loads them whole), every entry is then probed through the list's folder, held open meanwhile: a `stat` of
-/// `lists/NAME/<entry>`, which costs an uncached image one request for its first 64 KiB, not a download. An entry
-/// whose URL names no image extension gets one from what the mount has cached of it (asked without a fetch), else
-/// from its probe (its `user.imgfs.content_type`); the list is then written again with those names.
+/// `--no-probe` (or `--warm`, which loads them whole), every entry is then probed through the list's folder, held
+/// open meanwhile: a `stat` of `lists/NAME/<entry>`, which costs an uncached image one request for its first 64 KiB,
+/// not a download. An entry whose URL names no image extension gets one from what the mount has cached of it (asked
+/// without a fetch), else from its probe (its `user.imgfs.content_type`); the list is then written again with those
+/// names.
 ///
 /// Invalid lines are reported with their line numbers and skipped; adding again under the same name replaces the list
 /// and keeps the names of the URLs that stay.

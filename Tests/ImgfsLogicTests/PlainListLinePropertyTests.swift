@@ -8,16 +8,7 @@ import Testing
 @Suite("Plain list lines (fuzz)")
 struct PlainListLinePropertyTests {
     /// SplitMix64: a small seeded generator, so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias Generator = NamePropertyTests.Generator
 
     static let schemes = ["http://", "https://", "HTTP://", "http:/", "ftp://", "", "https:", "http://http://"]
     static let hosts = [
