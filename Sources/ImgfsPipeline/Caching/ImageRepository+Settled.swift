@@ -28,10 +28,8 @@ extension SourceResolver {
         if case .download = cached { return nil }
         return state.withLock { state -> ImageMetadata? in
             if state.inFlight[key] != nil { return nil }
-            if configuration.policy == .reload && !state.fetchedThisSession.contains(key) { return nil }
-            let fresh =
-                configuration.policy == .cacheOnly || freshness.isFresh(cached, of: url, under: rules, now: now())
-            return fresh ? cached.metadata : nil
+            let (reload, fresh) = verdict(url, rules, cached: cached, refresh: true, state)
+            return !reload && fresh ? cached.metadata : nil
         }
     }
 }

@@ -99,6 +99,18 @@ struct SourceResolver: Sendable {
         return error
     }
 
+    /// What the rules say of a cached copy: a reload is due (`--policy reload`, not fetched yet this session), and
+    /// whether it is fresh enough to serve (always without `refresh`, and under `cache-only`).
+    func verdict(
+        _ url: ImageURL, _ rules: RequestRules, cached: ImageSource, refresh: Bool, _ state: borrowing RepositoryState
+    ) -> (reload: Bool, fresh: Bool) {
+        let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(url.cacheKey)
+        let fresh =
+            !refresh || configuration.policy == .cacheOnly
+            || freshness.isFresh(cached, of: url, under: rules, now: now())
+        return (reload, fresh)
+    }
+
     /// A cached copy exists: serve it, or revalidate (or reload) it.
     private func decide(
         _ url: ImageURL, _ rules: RequestRules, cached: ImageSource, refresh: Bool, failure: FetchError?,
@@ -106,10 +118,7 @@ struct SourceResolver: Sendable {
         _ state: inout RepositoryState
     ) -> Step {
         let key = url.cacheKey
-        let reload = configuration.policy == .reload && refresh && !state.fetchedThisSession.contains(key)
-        let fresh =
-            !refresh || configuration.policy == .cacheOnly
-            || freshness.isFresh(cached, of: url, under: rules, now: now())
+        let (reload, fresh) = verdict(url, rules, cached: cached, refresh: refresh, state)
         if !reload && fresh {
             return .answer(.ready(.success(cached)))
         }
