@@ -137,8 +137,8 @@ struct ImageFilesystemTests {
         filesystem.closeDirectory(handle)
     }
 
-    @Test("a listing of many cached images is read in pages, loading only each page's records")
-    func pagedListing() throws {
+    /// A filesystem whose disk cache holds 1,000 one-byte images, `img/` open as `handle`, record reads counted from 0.
+    private func thousandCachedImagesListed() throws -> (ImageFilesystem, FakeDisk, UInt64) {
         let disk = FakeDisk()
         for index in 0..<1000 {
             let url = try ImageURL("http://127.0.0.1/\(index).png")
@@ -153,6 +153,12 @@ struct ImageFilesystemTests {
         let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
         let handle = try filesystem.openDirectory(InodeTable.imagesInode, caller: .root).get()
         disk.resetRecordReads()
+        return (filesystem, disk, handle)
+    }
+
+    @Test("a listing of many cached images is read in pages, loading only each page's records")
+    func pagedListing() throws {
+        let (filesystem, disk, handle) = try thousandCachedImagesListed()
         var names: [String] = []
         var offset = 0
         while true {
@@ -171,20 +177,7 @@ struct ImageFilesystemTests {
 
     @Test("pages sized by the reply: each holds what fits, every entry comes once, few records are read in vain")
     func pagesByReplySize() throws {
-        let disk = FakeDisk()
-        for index in 0..<1000 {
-            let url = try ImageURL("http://127.0.0.1/\(index).png")
-            let record = CacheRecord(
-                key: url.cacheKey, url: url.string, size: 1, contentType: nil, etag: nil,
-                lastModified: nil, fetchedAt: Date(), expiresAt: .distantFuture)
-            try [UInt8]([1]).withUnsafeBytes { _ = try disk.store(record, body: $0) }
-        }
-        let repository = ImageRepository(
-            fetcher: fetcher, memory: MemoryCache(budget: 1 << 20), disk: disk,
-            configuration: .init(), logger: .init(label: "test"))
-        let filesystem = ImageFilesystem(repository: repository, registry: registry, logger: .init(label: "test"))
-        let handle = try filesystem.openDirectory(InodeTable.imagesInode, caller: .root).get()
-        disk.resetRecordReads()
+        let (filesystem, disk, handle) = try thousandCachedImagesListed()
         var names: [String] = []
         var offset = 0
         var pages = 0
