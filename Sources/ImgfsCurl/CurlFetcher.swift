@@ -22,8 +22,8 @@ import Synchronization
 /// transfer someone waits for waits for a place, a running transfer nobody wants any more
 /// (``TransferObserving/isWanted``, false at two looks half a second apart) is called off to make room. A lookup's
 /// probe (``FetchRequest/pausesAtProbe``) paused after its first bytes goes on as soon as its observer wants the rest
-/// (``TransferHandle/restWanted()``) and otherwise ends there as a probe after `probeGrace` seconds, or at once when
-/// it is called off or a transfer someone waits for waits for a place.
+/// (``TransferHandle/restWanted()``) and otherwise ends there as a probe after `probeGrace` seconds, at once when it is
+/// called off, or after `crowdedProbeHold` seconds when a transfer someone waits for waits for a place.
 public final class CurlFetcher: ImageFetching, @unchecked Sendable {
     /// How an admitted transfer left its thread.
     struct Ended {
@@ -326,8 +326,9 @@ final class CurlWorker: @unchecked Sendable {
     // Owned by the worker thread:
     private var active: [UnsafeMutableRawPointer: (transfer: CurlTransfer, host: String)] = [:]
     private var delayed: [(due: ContinuousClock.Instant, transfer: CurlTransfer)] = []
-    /// Lookups' probes paused after their first bytes, with when their grace time ends.
-    private var paused: [UnsafeMutableRawPointer: ContinuousClock.Instant] = [:]
+    /// Lookups' probes paused after their first bytes, with when they may give their place up to a waited transfer
+    /// and when their grace time ends.
+    private var paused: [UnsafeMutableRawPointer: (held: ContinuousClock.Instant, ends: ContinuousClock.Instant)] = [:]
     /// Whether any transfer is paused here (read by the fetcher on other threads).
     private let pausedCount = Atomic<Int>(0)
     /// When worker 0 next asks the fetcher to review admission (twice a second).
@@ -415,7 +416,10 @@ final class CurlWorker: @unchecked Sendable {
             for (transfer, host) in added {
                 transfer.onResponse = { [unowned fetcher] version in fetcher.learned(httpVersion: version, host: host) }
                 transfer.onPause = { [unowned self, easy = transfer.easy] in
-                    paused[easy] = .now + .milliseconds(Int(saturating: configuration.probeGrace * 1000))
+                    paused[easy] = (
+                        .now + .milliseconds(Int(saturating: configuration.crowdedProbeHold * 1000)),
+                        .now + .milliseconds(Int(saturating: configuration.probeGrace * 1000))
+                    )
                     pausedCount.store(paused.count, ordering: .relaxed)
                 }
                 active[transfer.easy] = (transfer, host)
@@ -438,12 +442,12 @@ final class CurlWorker: @unchecked Sendable {
     }
 
     /// Resumes the paused lookups' probes whose rest is wanted now, and ends as probes those whose grace time has
-    /// passed (all of them while a transfer someone waits for waits for a place).
+    /// passed (and those held long enough while a transfer someone waits for waits for a place).
     private func reviewPaused() {
         guard !paused.isEmpty else { return }
         let now = ContinuousClock.now
         let crowded = fetcher.waitedTransfersWait()
-        for (easy, deadline) in paused {
+        for (easy, times) in paused {
             guard let (transfer, _) = active[easy] else {
                 paused[easy] = nil
                 continue
@@ -451,7 +455,7 @@ final class CurlWorker: @unchecked Sendable {
             if transfer.observer.wantsRest {
                 paused[easy] = nil
                 transfer.resume()
-            } else if crowded || now >= deadline {
+            } else if (crowded && now >= times.held) || now >= times.ends {
                 endPaused(easy)
             }
         }
@@ -512,8 +516,10 @@ final class CurlWorker: @unchecked Sendable {
 
     /// Milliseconds to wait for activity: at most a second, less when a retry or a paused probe's end falls due sooner.
     private func pollTimeout() -> Int32 {
-        guard let next = (delayed.map(\.due) + paused.values).min() else { return 1000 }
-        let wait = ContinuousClock.now.duration(to: next)
+        let now = ContinuousClock.now
+        let pausedDue = paused.values.map { $0.held > now ? $0.held : $0.ends }
+        guard let next = (delayed.map(\.due) + pausedDue).min() else { return 1000 }
+        let wait = now.duration(to: next)
         return Int32(
             max(0, min(1000, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)))
     }

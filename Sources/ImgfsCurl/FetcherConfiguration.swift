@@ -51,6 +51,9 @@ public struct FetcherConfiguration: Sendable {
     /// Seconds a lookup's probe (``FetchRequest/pausesAtProbe``) stays paused after its first bytes, waiting for an
     /// open to want the rest (`cat` opens within microseconds of its lookup), before it ends there as a probe.
     public var probeGrace = 0.5
+    /// Seconds a paused lookup's probe is held even while a transfer someone waits for waits for its place: the open
+    /// of a program that reads what it looked up comes that soon even on a busy machine, and it saves a second request.
+    public var crowdedProbeHold = 0.03
 
     /// The defaults above; the daemon sets each from its options.
     public init() {}

@@ -474,6 +474,7 @@ final class SessionNotifier: @unchecked Sendable {
                     joined.withUnsafeBytes { Self.send(session, inode, $0) }
                 }
             }
+            slice.releasePages()
         }
     }
 

@@ -89,6 +89,8 @@ struct Request: ~Copyable, Sendable {
                 fuse_reply_iov(raw, &vectors, Int32(vectors.count))
             }
         }
+        // The kernel has its copy: pages mapped from a file-backed body to send it need not stay in the daemon.
+        slice.releasePages()
         discard self
     }
 

@@ -122,6 +122,16 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
         return false
     }
 
+    /// Unmaps the pages that `part` touches from the process (`MADV_DONTNEED` on a shared mapping keeps the file's
+    /// bytes); the pages at its ends may hold bytes of other ranges, which a later access maps again.
+    public func releasePages(_ part: UnsafeRawBufferPointer) {
+        guard let base = part.baseAddress, !part.isEmpty else { return }
+        let start = UInt(bitPattern: base) / UInt(Self.pageSize) * UInt(Self.pageSize)
+        let end = (UInt(bitPattern: base) + UInt(part.count) + UInt(Self.pageSize) - 1) / UInt(Self.pageSize)
+            * UInt(Self.pageSize)
+        madvise(UnsafeMutableRawPointer(bitPattern: start), Int(end - start), MADV_DONTNEED)
+    }
+
     /// The bytes of memory the file holds (its allocated blocks), -1 when the system cannot say.
     var heldBytes: Int {
         var status = stat()

@@ -8,7 +8,7 @@ import Testing
 
 /// A lookup's probe (``FetchRequest/pausesAtProbe``) against the test origin: one whole GET that pauses after the
 /// probe's bytes while its observer does not want the rest, goes on (the same request, no byte twice) when it is
-/// wanted, and otherwise ends there after the grace time, or at once when another transfer needs its place.
+/// wanted, and otherwise ends there after the grace time, or after a short hold when another transfer needs its place.
 @Suite("Curl fetcher: a lookup's probe pauses", .serialized)
 struct CurlPauseTests {
     private static let probe = 64 << 10
@@ -70,7 +70,7 @@ struct CurlPauseTests {
         #expect(origin.requestCount("/big2.png") == 1)
     }
 
-    @Test("a transfer that waits for a place ends a paused probe at once")
+    @Test("a transfer that waits for a place ends a paused probe after a short hold")
     func crowdedEndsPaused() throws {
         let origin = try Self.origin()
         defer { origin.stop() }

@@ -13,6 +13,8 @@ final class FakeFileMemory: FileBackedMemory, @unchecked Sendable {
         var parts: [UnsafeMutableRawBufferPointer] = []
         var writes = 0
         var finishedAt: Int?
+        /// The file ranges let go by ``releasePages(_:)``.
+        var released: [Range<Int>] = []
     }
 
     private var unsafeState = State()
@@ -36,6 +38,7 @@ final class FakeFileMemory: FileBackedMemory, @unchecked Sendable {
     var file: [UInt8] { withState { $0.file } }
     var writes: Int { withState { $0.writes } }
     var finishedAt: Int? { withState { $0.finishedAt } }
+    var released: [Range<Int>] { withState { $0.released } }
 
     func grow(by byteCount: Int) -> UnsafeMutableRawBufferPointer? {
         withState { state in
@@ -65,6 +68,19 @@ final class FakeFileMemory: FileBackedMemory, @unchecked Sendable {
                 start += part.count
             }
             return true
+        }
+    }
+
+    func releasePages(_ part: UnsafeRawBufferPointer) {
+        withState { state in
+            var start = 0
+            for mapped in state.parts {
+                let offset = part.baseAddress! - UnsafeRawPointer(mapped.baseAddress!)
+                if offset >= 0 && offset < mapped.count {
+                    state.released.append(start + offset..<start + offset + part.count)
+                }
+                start += mapped.count
+            }
         }
     }
 
@@ -111,6 +127,22 @@ struct FileBackedBodyTests {
         #expect(bytes.copyBytes() == body)
         #expect(bytes.completeDescriptor(size: body.count) == FakeFileMemory.descriptor)
         #expect(file.file == body)
+    }
+
+    @Test("a slice handed on lets go of the file's pages it covers, across parts; ordinary memory is left alone")
+    func releasesPages() {
+        let file = FakeFileMemory(grants: 2)
+        let bytes = ImageBytes(expectedCount: 8, memory: memory(file))
+        let body = (0..<200_000).map { UInt8($0 % 256) }
+        for start in stride(from: 0, to: body.count, by: 65_536) {
+            append(bytes, Array(body[start..<min(start + 65_536, body.count)]))
+        }
+        // Parts: 8 bytes, then 64 KiB, then ordinary memory (the fake grants two parts).
+        ImageSlice(bytes, size: body.count, offset: 4, count: 100_000).releasePages()
+        #expect(file.released == [4..<8, 8..<65_544], "the two file parts, not the ordinary memory")
+        #expect(bytes.copyBytes() == body)
+        ImageSlice(bytes, size: body.count, offset: 150_000, count: 1000).releasePages()
+        #expect(file.released.count == 2, "bytes in ordinary memory have no pages to release")
     }
 
     @Test("when the file cannot grow, the rest goes to ordinary memory and no descriptor is handed out")

@@ -117,6 +117,36 @@ struct SharedMemoryFileTests {
         }
     }
 
+    @Test("pages read through the mapping leave the process when released; the file keeps the bytes")
+    func releasedPages() throws {
+        let memory = try #require(SharedMemoryFile())
+        let size = 4 << 20
+        let part = try #require(memory.grow(by: size))
+        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 >> 2) }
+        #expect(body.withUnsafeBytes { memory.write($0, at: 0) })
+        #expect(Array(part) == body, "read through the mapping")
+        let base = UInt(bitPattern: part.baseAddress)
+        #expect(try Self.residentKiB(at: base) >= 4000, "reading mapped the pages")
+        memory.releasePages(UnsafeRawBufferPointer(rebasing: part[100..<(size - 100)]))
+        #expect(try Self.residentKiB(at: base) == 0, "the pages that range touches, ends included, are gone")
+        #expect(Array(part) == body, "and read again, the same bytes")
+    }
+
+    /// The resident KiB of the mapping of this process that starts at `address` (`/proc/self/smaps`).
+    private static func residentKiB(at address: UInt) throws -> Int {
+        let text = try #require(SystemFile.contents(of: "/proc/self/smaps"))
+        var inside = false
+        for line in text.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), let start = UInt(line[..<dash], radix: 16) {
+                inside = start == address
+            } else if inside, line.hasPrefix("Rss:") {
+                return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+            }
+        }
+        Issue.record("no mapping starts at \(String(address, radix: 16))")
+        return -1
+    }
+
     /// imgfs's own tmpfs; nil (said loudly, and a failure for root) where the system refuses one.
     private static func ownTmpfs() -> PrivateTmpfs? {
         if let tmpfs = PrivateTmpfs.shared { return tmpfs }

@@ -243,6 +243,7 @@ public final class DiskWriteScheduler: Sendable {
             write.image.bytes.withSegments(offset: 0, count: write.record.size) { pieces in
                 for piece in pieces { bodies.append(contentsOf: piece) }
             }
+            write.image.bytes.releasePages(offset: 0, count: write.record.size)
         }
         let results = bodies.withUnsafeBytes { all in
             var offset = 0
@@ -273,6 +274,8 @@ public final class DiskWriteScheduler: Sendable {
         } catch {
             report(error, storing: record)
         }
+        // Read to be written: a body in a file need not stay mapped into imgfs for it.
+        bytes.releasePages(offset: 0, count: record.size)
     }
 
     /// Logs a failed write: a full disk at most once a minute, anything else each time.

@@ -16,8 +16,8 @@ import Synchronization
 /// Whoever wanted the rest while the probe was under way may have been told its size already: a new version of another
 /// size then fails the download (``FetchError/changed(_:)``) rather than be served. A lookup's probe
 /// (``pausesAtProbe``) is a whole GET whose fetcher ends it after the probe's bytes unless the rest is wanted
-/// (``wantsRest``) in time: then it simply goes on, its bytes moved (on the fetch thread) to a body sized for the whole
-/// image.
+/// (``wantsRest``) in time: then it simply goes on in the body sized for the whole image it had from its head on (a
+/// lookup's probe that ends keeps its bytes in a buffer of their size).
 public final class Download: TransferObserving, Sendable {
     /// Answers a metadata waiter: the image's metadata once the head has arrived, or why the download failed.
     public typealias MetadataReply = @Sendable (Result<ImageMetadata, FetchError>) -> Void
@@ -303,8 +303,9 @@ public final class Download: TransferObserving, Sendable {
             state.head = head
             state.headReceivedAt = Date()
             state.phase = .receiving
-            // A lookup's probe that an open already joined is a whole download.
-            let probeLimit = pausesAtProbe && state.restWanted ? nil : probeLimit
+            // A lookup's probe is kept in a body sized for the whole image from its head on (an open usually joins
+            // it, and finds that body, which the kernel can read by itself); it shrinks if it ends as a probe.
+            let probeLimit = pausesAtProbe ? nil : probeLimit
             state.bytes = Self.body(for: head, probeLimit: probeLimit, memory: memory)
             state.probeSized = probeLimit != nil && !head.isNotModified && (head.contentLength ?? 0) > probeLimit!
             state.verified = !limits.requireImage || head.isNotModified
@@ -566,6 +567,7 @@ public final class Download: TransferObserving, Sendable {
             else { return (false, nil) }
             state.probed = true
             state.handle = nil
+            if !state.restWanted && !state.probeSized { Self.moveToProbeSizedBody(&state) }
             return (true, Self.takeContinuation(&state, memory: memory))
         }
         guard ended else { return false }
@@ -607,6 +609,15 @@ public final class Download: TransferObserving, Sendable {
         state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
         state.bytes = whole
         state.probeSized = false
+    }
+
+    /// A lookup's probe that ended after its first bytes: they move to ordinary memory of their size (the transfer
+    /// has ended, nothing appends any more), so a stat holds no more than the probe's bytes.
+    private static func moveToProbeSizedBody(_ state: inout State) {
+        let probe = ImageBytes(expectedCount: state.received)
+        state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { probe.append($0) }
+        state.bytes = probe
+        state.probeSized = true
     }
 
     /// Whether two answers are the same version of the image: the same ETag and Last-Modified (both absent counts as
@@ -721,5 +732,11 @@ public struct ImageSlice: Sendable {
     /// Calls `body` with the buffers holding the slice, in order.
     public func withSegments<Result>(_ body: ([UnsafeRawBufferPointer]) throws -> Result) rethrows -> Result {
         try bytes.withSegments(offset: offset, count: count, body)
+    }
+
+    /// The slice was handed on (copied to the kernel): the pages of a file it was read from leave the process's
+    /// memory (``ImageBytes/releasePages(offset:count:)``).
+    public func releasePages() {
+        bytes.releasePages(offset: offset, count: count)
     }
 }

@@ -15,6 +15,11 @@ public protocol FileBackedMemory: AnyObject, Sendable {
     /// mapping, which costs a page fault per page; false when that failed (the caller then writes to the mapping).
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool
 
+    /// The pages of `part` (inside memory returned by ``grow(by:)``) leave the process's memory; the file keeps their
+    /// bytes, and the next access maps them again. A range read from the mapping for a reader is let go at once, so
+    /// that what imgfs serves through its own reads is not counted twice (in the file and in the process).
+    func releasePages(_ part: UnsafeRawBufferPointer)
+
     /// Cuts the file to the image's `count` bytes and returns its descriptor, or nil when that failed. Called once,
     /// when every byte has arrived; nothing grows afterwards.
     func finish(count: Int) -> Int32?

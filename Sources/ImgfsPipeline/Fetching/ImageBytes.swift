@@ -135,6 +135,25 @@ public final class ImageBytes: Sendable {
         return try body(pieces)
     }
 
+    /// Lets the pages of the file that hold bytes `offset ..< offset + count` leave the process's memory (see
+    /// ``FileBackedMemory/releasePages(_:)``); nothing for bytes in ordinary memory.
+    public func releasePages(offset: Int, count: Int) {
+        let (file, parts) = storage.withLock { state -> ((any FileBackedMemory)?, [UnsafeRawBufferPointer]) in
+            guard let file = state.file, count > 0 else { return (nil, []) }
+            var parts: [UnsafeRawBufferPointer] = []
+            var start = 0
+            for segment in state.segments[..<state.mappedSegments] where start < offset + count {
+                let lower = max(offset, start), upper = min(offset + count, start + segment.count)
+                if lower < upper {
+                    parts.append(UnsafeRawBufferPointer(rebasing: segment[(lower - start)..<(upper - start)]))
+                }
+                start += segment.count
+            }
+            return (file, parts)
+        }
+        parts.forEach { file?.releasePages($0) }
+    }
+
     /// A copy of bytes `offset ..< offset + count` (clamped), for callers that want an array.
     public func copyBytes(offset: Int = 0, count: Int = .max) -> [UInt8] {
         withSegments(offset: offset, count: count) { pieces in pieces.flatMap { Array($0) } }
