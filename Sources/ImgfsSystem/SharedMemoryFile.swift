@@ -126,9 +126,9 @@ public final class SharedMemoryFile: FileBackedMemory, @unchecked Sendable {
     /// bytes); the pages at its ends may hold bytes of other ranges, which a later access maps again.
     public func releasePages(_ part: UnsafeRawBufferPointer) {
         guard let base = part.baseAddress, !part.isEmpty else { return }
-        let start = UInt(bitPattern: base) / UInt(Self.pageSize) * UInt(Self.pageSize)
-        let end = (UInt(bitPattern: base) + UInt(part.count) + UInt(Self.pageSize) - 1) / UInt(Self.pageSize)
-            * UInt(Self.pageSize)
+        let page = UInt(Self.pageSize)
+        let start = UInt(bitPattern: base) / page * page
+        let end = (UInt(bitPattern: base) + UInt(part.count) + page - 1) / page * page
         madvise(UnsafeMutableRawPointer(bitPattern: start), Int(end - start), MADV_DONTNEED)
     }
 
