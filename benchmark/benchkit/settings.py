@@ -54,3 +54,5 @@ HARNESS_EXTRA = [
 HARNESS_LARGE = LARGE_IMAGES + HARNESS_EXTRA
 QUICK_HARNESS_LARGE = QUICK_LARGE + [HARNESS_EXTRA[0], NOISE_48MB]
 VARIANT_REPS = 2  # repetitions of each variant beside loopback in a full run (loopback: --reps, 3)
+# Each restart (tmpfs, ext4 after drop_caches) is timed this many times on the same cache: the row's spread.
+RESTART_REPEATS = 3

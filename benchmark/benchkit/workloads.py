@@ -9,7 +9,7 @@ import threading
 import time
 
 from .settings import (DEDUP_READERS, FIRST_BYTES, ICON_PACKAGES, LARGE_IMAGES, LARGE_READERS, MB, QUICK_LARGE,
-                       SMALL_READERS, WARM_PASSES)
+                       RESTART_REPEATS, SMALL_READERS, WARM_PASSES)
 from .processes import BenchFailure, MountFailure, Owned, cpu_snapshot, drop_caches, is_mounted, log
 from .corpus import build_corpus
 from .limits import Limits
@@ -459,7 +459,8 @@ class Bench(Limits):
         """Creates `count` disk-cache entries by reading distinct URLs (`/small/<icon>?n=<i>`) through imgfs with its
         cache on a tmpfs (`space`; imgfs fsyncs every entry on one serial queue: on this disk that is ~250 entries/s,
         100,000 would take minutes), waits until all are on disk, and restarts on that cache: once from the tmpfs, and
-        once from a copy on the root file system (ext4) after drop_caches."""
+        once from a copy on the root file system (ext4) after drop_caches; each restart is timed RESTART_REPEATS times
+        (the row's spread), ext4 after a drop_caches each time."""
         url = self.origin.url
         name = system.name
         rels = [f"{self.small[i % len(self.small)]}?n={i}" for i in range(count)]
@@ -487,7 +488,8 @@ class Bench(Limits):
         subprocess.run(["cp", "-a", cache, copy], check=True)
         log(f"{name} restart: copied the cache to ext4 in {time.perf_counter() - start:.1f} s")
         probes = [rels[(i * 7919) % count] for i in range(100)]
-        for workload, directory, drop in (("restart-tmpfs", cache, False), ("restart", copy, True)):
+        restarts = [("restart-tmpfs", cache, False), ("restart", copy, True)] * RESTART_REPEATS
+        for workload, directory, drop in restarts:
             if drop:
                 drop_caches()
             offset = self.origin.log_offset()
