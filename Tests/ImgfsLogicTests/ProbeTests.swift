@@ -118,6 +118,36 @@ struct ProbeTests {
         #expect(!download.dropProbe(), "a probe someone wants is not dropped")
     }
 
+    @Test("a lookup's probe keeps its bytes in the whole image's file until it ends as a probe, then in their size")
+    func lookupProbeBody() throws {
+        let (joined, joinedFile) = try lookupProbe(openJoins: true)
+        #expect(!joined.isProbed && joinedFile.object != nil, "an open joined: the whole image, in its file")
+        let (ended, endedFile) = try lookupProbe(openJoins: false)
+        #expect(ended.isProbed, "nobody came: it ended as a probe")
+        #expect(endedFile.object == nil, "the probe's bytes left the whole image's file")
+        let kept = Replies<[UInt8]>()
+        ended.read(offset: 0, count: 5, servesReader: false) { result in
+            kept.record((try? result.get()).map { slice in slice.withSegments { $0.flatMap { Array($0) } } } ?? [])
+        }
+        #expect(kept.all == [[1, 2, 3, 4, 5]], "and are kept")
+    }
+
+    /// A lookup's probe of a 10-byte image that received 5 bytes and ended (`openJoins`: after an open wanted the
+    /// rest), and the file its body was first put in, held weakly.
+    private func lookupProbe(openJoins: Bool) throws -> (Download, WeakFile) {
+        let file = FakeFileMemory()
+        let download = Download(
+            url: try url("l.jpg"), limits: .init(requireImage: false), memory: BodyMemory { [weak file] _ in file },
+            probeLimit: 4, pausesAtProbe: true)
+        download.install(.init(continueAfter: { _, _, _ in NoHandle() }, probed: {}, replaced: { _ in }))
+        #expect(download.transferDidReceive(head: ResponseHead(status: 200, contentLength: 10, etag: "\"v1\"")))
+        _ = ([1, 2, 3, 4, 5] as [UInt8]).withUnsafeBytes { download.transferDidReceive(bytes: $0) }
+        #expect(file.file.prefix(5) == [1, 2, 3, 4, 5], "in the file from the head on (an open finds it there)")
+        if openJoins { download.wantRest() }
+        download.transferDidComplete(error: nil)
+        return (download, WeakFile(object: file))
+    }
+
     @Test("a lookup under img/ and an open start a whole GET, a stat a probe; a lookup never continues a probe")
     func lookupsAndOpensAreWhole() throws {
         let name = { (path: String) in Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8) }
@@ -189,6 +219,10 @@ struct ProbeTests {
         #expect(fetcher.transfers.count == 2, "a cached copy answers without a request")
         #expect(cached.all.first??.firstBytes == Array((image + [1]).prefix(ImageRepository.probeBytes)))
     }
+}
+
+private struct WeakFile {
+    weak var object: FakeFileMemory?
 }
 
 private struct NoHandle: TransferHandle {
