@@ -118,19 +118,8 @@ public final class ImageBytes: Sendable {
     public func withSegments<Result>(
         offset: Int, count: Int, _ body: ([UnsafeRawBufferPointer]) throws -> Result
     ) rethrows -> Result {
-        let pieces = storage.withLock { state -> [UnsafeRawBufferPointer] in
-            var pieces: [UnsafeRawBufferPointer] = []
-            var start = 0
-            let end = count > state.count - offset ? state.count : offset + count
-            for segment in state.segments where start < end {
-                let segmentEnd = start + segment.count
-                let lower = max(offset, start), upper = min(end, segmentEnd)
-                if lower < upper {
-                    pieces.append(UnsafeRawBufferPointer(rebasing: segment[(lower - start)..<(upper - start)]))
-                }
-                start = segmentEnd
-            }
-            return pieces
+        let pieces = storage.withLock { state in
+            Self.pieces(of: state.segments[...], offset: offset, count: count, arrived: state.count)
         }
         return try body(pieces)
     }
@@ -139,19 +128,30 @@ public final class ImageBytes: Sendable {
     /// ``FileBackedMemory/releasePages(_:)``); nothing for bytes in ordinary memory.
     public func releasePages(offset: Int, count: Int) {
         let (file, parts) = storage.withLock { state -> ((any FileBackedMemory)?, [UnsafeRawBufferPointer]) in
-            guard let file = state.file, count > 0 else { return (nil, []) }
-            var parts: [UnsafeRawBufferPointer] = []
-            var start = 0
-            for segment in state.segments[..<state.mappedSegments] where start < offset + count {
-                let lower = max(offset, start), upper = min(offset + count, start + segment.count)
-                if lower < upper {
-                    parts.append(UnsafeRawBufferPointer(rebasing: segment[(lower - start)..<(upper - start)]))
-                }
-                start += segment.count
-            }
-            return (file, parts)
+            guard let file = state.file else { return (nil, []) }
+            let mapped = state.segments[..<state.mappedSegments]
+            return (file, Self.pieces(of: mapped, offset: offset, count: count, arrived: state.count))
         }
         parts.forEach { file?.releasePages($0) }
+    }
+
+    /// The parts of `segments` (laid end to end from byte 0) that hold bytes `offset ..< offset + count`, clamped to
+    /// the `arrived` bytes.
+    private static func pieces(
+        of segments: ArraySlice<UnsafeMutableRawBufferPointer>, offset: Int, count: Int, arrived: Int
+    ) -> [UnsafeRawBufferPointer] {
+        var pieces: [UnsafeRawBufferPointer] = []
+        var start = 0
+        let end = count > arrived - offset ? arrived : offset + count
+        for segment in segments where start < end {
+            let segmentEnd = start + segment.count
+            let lower = max(offset, start), upper = min(end, segmentEnd)
+            if lower < upper {
+                pieces.append(UnsafeRawBufferPointer(rebasing: segment[(lower - start)..<(upper - start)]))
+            }
+            start = segmentEnd
+        }
+        return pieces
     }
 
     /// A copy of bytes `offset ..< offset + count` (clamped), for callers that want an array.
