@@ -9,17 +9,13 @@ import Testing
 /// joins in time has it go on, one request.
 @Suite("A lookup's whole GET that stops after the probe")
 struct LookupProbeLogicTests {
-    private let fetcher = ManualFetcher()
-    private let repository: ImageRepository
-    private let filesystem: ImageFilesystem
-    private let image: [UInt8] = (0..<(ImageRepository.probeBytes * 3)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    private let fixture = ProbeFixture()
+    private var fetcher: ManualFetcher { fixture.fetcher }
+    private var filesystem: ImageFilesystem { fixture.filesystem }
+    private var repository: ImageRepository { fixture.repository }
+    private var image: [UInt8] { fixture.image }
 
-    init() {
-        repository = ImageRepository.forTests(fetcher: fetcher)
-        filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(), logger: .init(label: "test"))
-    }
-
-    private func url(_ path: String) throws -> ImageURL { try ImageURL("http://127.0.0.1/\(path)") }
+    private func url(_ path: String) throws -> ImageURL { try fixture.url(path) }
 
     /// Looks `path` up under img/ (its transfer starts); returns that transfer's observer.
     private func lookUp(_ path: String) throws -> any TransferObserving {
@@ -32,17 +28,9 @@ struct LookupProbeLogicTests {
 
     /// Opens `path` and reads all of it, once `answer` has played what the open's transfer needs.
     private func openAndRead(_ path: String, answer: () -> Void) throws -> [UInt8] {
-        let opened = Replies<Int>()
-        repository.opening(try url(path), fileAbove: 1 << 30) {
-            opened.record((try? $0.get().found.metadata.size) ?? -1)
-        }
-        answer()
-        #expect(opened.all == [image.count])
-        let read = Replies<[UInt8]>()
-        repository.read(try url(path), offset: 0, count: 1 << 20) {
-            read.record((try? $0.get())?.bytes.copyBytes() ?? [])
-        }
-        return try #require(read.all.first)
+        let opened = try fixture.openAndRead(path) { _ in answer() }
+        #expect(opened.sizes == [image.count])
+        return opened.bytes
     }
 
     private func head(etag: String? = "\"v1\"") -> ResponseHead {

@@ -9,17 +9,13 @@ import Testing
 /// is an ordinary GET.
 @Suite("Probes instead of downloads")
 struct ProbeTests {
-    private let fetcher = ManualFetcher()
-    private let repository: ImageRepository
-    private let filesystem: ImageFilesystem
-    private let image: [UInt8] = (0..<(ImageRepository.probeBytes * 3)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    private let fixture = ProbeFixture()
+    private var fetcher: ManualFetcher { fixture.fetcher }
+    private var repository: ImageRepository { fixture.repository }
+    private var filesystem: ImageFilesystem { fixture.filesystem }
+    private var image: [UInt8] { fixture.image }
 
-    init() {
-        repository = ImageRepository.forTests(fetcher: fetcher)
-        filesystem = ImageFilesystem(repository: repository, registry: LongNameRegistry(), logger: .init(label: "test"))
-    }
-
-    private func url(_ path: String) throws -> ImageURL { try ImageURL("http://127.0.0.1/\(path)") }
+    private func url(_ path: String) throws -> ImageURL { try fixture.url(path) }
 
     /// Stats `path` (a probe) and answers the probe; returns the size the stat was given.
     private func probed(_ path: String) throws -> Int {
@@ -32,18 +28,9 @@ struct ProbeTests {
 
     /// Opens `path` and reads all of it once the continuation `answer` was played.
     private func openAndRead(_ path: String, answer: (Int) -> Void) throws -> (size: Int, bytes: [UInt8]) {
-        let opened = Replies<Int>()
-        repository.opening(try url(path), fileAbove: 1 << 30) {
-            opened.record((try? $0.get().found.metadata.size) ?? -1)
-        }
-        #expect(opened.all.isEmpty, "the open waits until the continuation's answer is decided")
-        answer(fetcher.transfers.count - 1)
-        let size = try #require(opened.all.first)
-        let read = Replies<[UInt8]>()
-        repository.read(try url(path), offset: 0, count: 1 << 20) {
-            read.record((try? $0.get())?.bytes.copyBytes() ?? [])
-        }
-        return (size, try #require(read.all.first))
+        let opened = try fixture.openAndRead(path, answer: answer)
+        #expect(opened.sizesBefore.isEmpty, "the open waits until the continuation's answer is decided")
+        return (try #require(opened.sizes.first), opened.bytes)
     }
 
     @Test("a stat's transfer asks for the first bytes and answers the whole size; the transfer then stops")
