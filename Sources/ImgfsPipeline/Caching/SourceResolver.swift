@@ -117,7 +117,6 @@ struct SourceResolver: Sendable {
         interest: Interest?,
         _ state: inout RepositoryState
     ) -> Step {
-        let key = url.cacheKey
         let (reload, fresh) = verdict(url, rules, cached: cached, refresh: refresh, state)
         if !reload && fresh {
             return .answer(.ready(.success(cached)))
