@@ -605,19 +605,20 @@ public final class Download: TransferObserving, Sendable {
     /// Moves the bytes received so far to a body sized for the whole image, in the memory it would have had (readers
     /// keep the slices they were given of the old one).
     private static func moveToWholeBody(_ state: inout State, memory: BodyMemory) {
-        let whole = ImageBytes(expectedCount: state.head?.contentLength, memory: memory)
-        state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { whole.append($0) }
-        state.bytes = whole
-        state.probeSized = false
+        moveBody(&state, to: ImageBytes(expectedCount: state.head?.contentLength, memory: memory), probeSized: false)
     }
 
     /// A lookup's probe that ended after its first bytes: they move to ordinary memory of their size (the transfer
     /// has ended, nothing appends any more), so a stat holds no more than the probe's bytes.
     private static func moveToProbeSizedBody(_ state: inout State) {
-        let probe = ImageBytes(expectedCount: state.received)
-        state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { probe.append($0) }
-        state.bytes = probe
-        state.probeSized = true
+        moveBody(&state, to: ImageBytes(expectedCount: state.received), probeSized: true)
+    }
+
+    /// Copies the bytes received so far into `body`, which holds them from now on.
+    private static func moveBody(_ state: inout State, to body: ImageBytes, probeSized: Bool) {
+        state.bytes.copyBytes(offset: 0, count: state.received).withUnsafeBytes { body.append($0) }
+        state.bytes = body
+        state.probeSized = probeSized
     }
 
     /// Whether two answers are the same version of the image: the same ETag and Last-Modified (both absent counts as
