@@ -185,8 +185,6 @@ public final class ListDirectories: Sendable {
     /// The list and position each image was last looked up at (bounded: cleared when it grows past `positionLimit`).
     let positions = Locked<[ImageURL: (list: String, index: Int)]>([:])
     static let positionLimit = 500_000
-    /// Where read-ahead is decided and started: off the FUSE thread answering the open, in the order of the opens.
-    private let readAheadQueue = WorkerPool(name: "imgfs-readahead")
     private let openHandles = OpenHandleCounter()
     /// What warms the lists marked for it when they are looked up (none: lists are not warmed).
     public let warmer: ListWarmer?
@@ -230,20 +228,21 @@ public final class ListDirectories: Sendable {
         hosts.lookedUp(url, cached: cached)
     }
 
-    /// `url` is being opened: counts it for its host, and loads ahead when it was looked up in a list.
-    func opened(_ url: ImageURL, cached: Bool, size: Int?) {
-        let hit = hosts.opened(url, cached: cached, size: size)
-        guard let (name, index) = positions.withLock({ $0[url] }) else { return }
-        let bytes = size ?? 0
-        readAheadQueue.submit { [self] in
-            guard let list = store.list(name), list.entries.indices.contains(index),
-                list.entries[index].urlText == url.string
-            else { return }
-            // While the list warms, a jump gives nothing up: the warm would only load it again.
-            let warming = warmer?.isWarming(name) == true
-            readAhead.opened(list, index: index, hit: hit, bytes: bytes) { [openHandles] in
-                openHandles($0) + (warming ? 1 : 0)
-            }
+    /// `url` is being opened: counts it for its host; returns whether it was a hit.
+    func opened(_ url: ImageURL, cached: Bool, size: Int?) -> Bool {
+        hosts.opened(url, cached: cached, size: size)
+    }
+
+    /// `url` was opened (`hit`: ``opened(_:cached:size:)``'s answer): counts it for its list and loads ahead, on the
+    /// calling thread, when it was looked up in a list.
+    func readAhead(after url: ImageURL, hit: Bool, size: Int?) {
+        guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
+            list.entries.indices.contains(index), list.entries[index].urlText == url.string
+        else { return }
+        // While the list warms, a jump gives nothing up: the warm would only load it again.
+        let warming = warmer?.isWarming(name) == true
+        readAhead.opened(list, index: index, hit: hit, bytes: size ?? 0) { [openHandles] in
+            openHandles($0) + (warming ? 1 : 0)
         }
     }
 }
@@ -398,8 +397,14 @@ extension ImageFilesystem {
     /// Records in its list's facts what is known of `url` now, off the calling thread: its size, validators and
     /// modification time, its header once its first bytes are in (again when its transfer ends, if they are not yet),
     /// or its failure. An entry whose size changed from what its list said has its attributes dropped in the kernel.
-    func learn(_ url: ImageURL) {
-        guard let lists, lists.place(of: url) != nil else { return }
+    /// `known`: the metadata just found (an open's); when the list already says all of it, nothing is queued.
+    func learn(_ url: ImageURL, known: ImageMetadata? = nil) {
+        guard let lists, let place = lists.place(of: url) else { return }
+        if let known, let old = place.facts.facts(at: place.index, urlText: place.urlText),
+            old.isCurrent(for: known)
+        {
+            return
+        }
         lists.factsQueue.submit { [self] in record(url, again: true) }
     }
 
@@ -418,7 +423,7 @@ extension ImageFilesystem {
             let modified = metadata.lastModified ?? metadata.fetchedAt
             if let old, old.size == metadata.size, old.etag == metadata.etag, old.format != nil {
                 // Already known; only the validators' times move.
-                guard old.modified != PlausibleDate.check(modified) else { return }
+                guard !old.isCurrent(for: metadata) else { return }
                 var renewed = old
                 renewed.modified = PlausibleDate.check(modified)
                 place.facts.record(renewed, at: place.index, urlText: place.urlText)

@@ -256,13 +256,14 @@ public final class ImageFilesystem: Sendable {
         if case .listIndex = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
-            let glance: @Sendable (CacheGlance) -> Void = { [lists] in
-                lists?.opened(url, cached: $0.cached, size: $0.size)
+            var opened: (hit: Bool, size: Int?)?
+            let glance = { [lists] (glance: CacheGlance) in
+                opened = lists.map { ($0.opened(url, cached: glance.cached, size: glance.size), glance.size) }
             }
             repository.opening(url, interest: interest, fileAbove: Self.preloadLimit, glance: glance) { [self] result in
                 switch result {
                 case .success(let (found, body)):
-                    learn(url)
+                    learn(url, known: found.metadata)
                     let (handle, opens) = handles.open(.image(OpenImage(url, body: body, repository: repository)))
                     desktopEntryOpened(url)
                     let size = found.metadata.size
@@ -279,6 +280,9 @@ public final class ImageFilesystem: Sendable {
                             ?? .failure(error.filesystemError))
                 }
             }
+            // After the answer to an open of a cached image, beside the transfer of one that is not: on this thread,
+            // which costs less than waking another.
+            if let opened { lists?.readAhead(after: url, hit: opened.hit, size: opened.size) }
         case .generated(let file):
             reply(
                 .success(

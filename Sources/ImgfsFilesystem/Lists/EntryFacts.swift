@@ -39,6 +39,13 @@ public struct EntryFacts: Equatable, Sendable {
     /// Why it failed (the start of the error's description).
     public var reason: String?
 
+    /// Whether these facts already say everything `metadata` tells (size, validators, modification time) and the
+    /// image's header: recording it again would change nothing.
+    public func isCurrent(for metadata: ImageMetadata) -> Bool {
+        status == .ok && size == metadata.size && etag == metadata.etag && format != nil
+            && modified == PlausibleDate.check(metadata.lastModified ?? metadata.fetchedAt)
+    }
+
     /// The facts of a usable image of `size` bytes with `header`.
     public init(size: Int, header: ImageHeader?, modified: Date?, etag: String?) {
         status = .ok

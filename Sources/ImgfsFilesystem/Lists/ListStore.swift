@@ -38,7 +38,7 @@ public final class ListStore: Sendable {
         if name.utf8.count > 200 {
             throw InvalidName(description: "a list name is at most 200 bytes (this one is \(name.utf8.count))")
         }
-        if name.contains("/") { throw InvalidName(description: "a list name cannot contain '/'") }
+        if name.utf8.contains(UInt8(ascii: "/")) { throw InvalidName(description: "a list name cannot contain '/'") }
         if name.hasPrefix(".") { throw InvalidName(description: "a list name cannot start with '.' (such as '..')") }
         if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
             throw InvalidName(description: "a list name cannot contain NUL or control characters")
@@ -58,13 +58,14 @@ public final class ListStore: Sendable {
 
     /// The list called `name`, or nil. With `recheck`, its file is looked at now rather than within the interval.
     public func list(_ name: String, recheck: Bool = false) -> ImageList? {
-        guard (try? Self.validate(name)) != nil else { return nil }
         let now = Date()
+        // A loaded list's name was valid when it was loaded.
         if !recheck, let cached = loaded.withLock({ $0[name] }),
             now.timeIntervalSince(cached.checked) < Self.recheckInterval
         {
             return cached.list
         }
+        guard (try? Self.validate(name)) != nil else { return nil }
         let path = file(name).path
         guard let stamp = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else {
             loaded.withLock { $0[name] = nil }
