@@ -111,9 +111,8 @@ extension ImageFilesystem {
     /// told to drop the list's name with every entry below it (after this request's answer: never while the kernel
     /// waits for it), so the next path through it looks the entries up in the new list.
     private func noteVersion(_ list: ImageList) {
-        guard let lists, lists.versions.changed(list.name, to: list), let drop = entryInvalidation.withLock({ $0 })
-        else { return }
-        Self.invalidations.async { drop(InodeTable.listsInode, list.name) }
+        guard let lists, lists.versions.changed(list.name, to: list), entryInvalidation.isInstalled else { return }
+        Self.invalidations.async { [entryInvalidation] in entryInvalidation((InodeTable.listsInode, list.name)) }
     }
 
     /// The listing of `lists/` or of a list's directory: names only, never the network.

@@ -87,9 +87,9 @@ public final class ImageFilesystem: Sendable {
     let listed = ListingDirectories()
     /// The open files: images and generated files, by handle; the one count of open handles per image.
     let handles = HandleTable()
-    private let invalidation = Locked<(@Sendable (UInt64) -> Void)?>(nil)
+    private let invalidation = LockedCallback<UInt64, Void>()
     /// What tells the kernel to drop a name (and, for a directory, every name it caches below it).
-    let entryInvalidation = Locked<(@Sendable (UInt64, String) -> Void)?>(nil)
+    let entryInvalidation = LockedCallback<(parent: UInt64, name: String), Void>()
     /// Image inodes whose bytes were handed to the kernel with an open.
     let preloads = PreloadTracker()
     /// What a failed image reads as (`--placeholder`); nil: failures are errors.
@@ -130,13 +130,13 @@ public final class ImageFilesystem: Sendable {
 
     /// Installs what tells the kernel to drop an inode's cached pages and attributes (called off FUSE threads).
     public func onInvalidate(_ handler: @escaping @Sendable (UInt64) -> Void) {
-        invalidation.withLock { $0 = handler }
+        invalidation.install(handler)
     }
 
     /// Installs what tells the kernel to drop the name `name` in directory `parent` with the names below it (called
     /// off FUSE threads, never while a request waits for it).
     public func onInvalidateEntry(_ handler: @escaping @Sendable (UInt64, String) -> Void) {
-        entryInvalidation.withLock { $0 = handler }
+        entryInvalidation.install { handler($0.parent, $0.name) }
     }
 
     // MARK: - Names
@@ -440,14 +440,14 @@ public final class ImageFilesystem: Sendable {
         desktopOriginalChanged(url)
         guard let inode = inodes.existingInode(.image(url)) else { return }
         preloads.contentChanged(inode)
-        guard let handler = invalidation.withLock({ $0 }) else { return }
+        guard invalidation.isInstalled else { return }
         logger.info("content changed; invalidating the kernel's cached pages", metadata: ["url": "\(url)"])
-        handler(inode)
+        invalidation(inode)
     }
 
     /// Tells the kernel to drop what it cached of `inode` (pages and attributes).
     func invalidate(_ inode: UInt64) {
-        invalidation.withLock { $0 }?(inode)
+        invalidation(inode)
     }
 }
 

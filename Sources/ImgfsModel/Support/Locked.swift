@@ -11,6 +11,7 @@ import Foundation
 /// Guarantees: `withLock` runs its body with exclusive access to the value, and releases the lock when the body
 /// returns or throws. Not recursive: a body must not take the same lock again. The value may be non-copyable (a FUSE
 /// request waiting for its one reply is kept this way).
+/// A closure is not kept as the value itself (every access would wrap it again): see ``LockedCallback``.
 public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     // Inlinable, so that every module's use is specialized for its value (no generic call on the hot paths).
     @usableFromInline let lock = NSLock()

@@ -8,13 +8,13 @@ import ImgfsModel
 /// invalidation waits for those reads; ``ImageRepository/installProbe(_:fetcher:)``); a later ``observe(_:)`` replaces
 /// an earlier handler.
 final class ContentChangeAnnouncer: Sendable {
-    private let handler = Locked<(@Sendable (ImageURL) -> Void)?>(nil)
+    private let handler = LockedCallback<ImageURL, Void>()
 
     func observe(_ handler: @escaping @Sendable (ImageURL) -> Void) {
-        self.handler.withLock { $0 = handler }
+        self.handler.install(handler)
     }
 
     func announce(_ url: ImageURL) {
-        handler.withLock { $0 }?(url)
+        handler(url)
     }
 }

@@ -5,17 +5,17 @@ import ImgfsModel
 ///
 /// Guarantees: thread safe; 0 for every URL until a count is installed.
 package final class OpenHandleCounter: Sendable {
-    private let count = Locked<(@Sendable (ImageURL) -> Int)?>(nil)
+    private let count = LockedCallback<ImageURL, Int>()
 
     package init() {}
 
     /// Installs what counts the handles (replacing the one before).
     package func install(_ count: @escaping @Sendable (ImageURL) -> Int) {
-        self.count.withLock { $0 = count }
+        self.count.install(count)
     }
 
     /// The handles open on `url`'s image now.
     package func callAsFunction(_ url: ImageURL) -> Int {
-        (count.withLock { $0 })?(url) ?? 0
+        count(url) ?? 0
     }
 }

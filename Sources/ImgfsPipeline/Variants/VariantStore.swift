@@ -75,7 +75,7 @@ public final class VariantStore: Sendable {
     let counters = Locked(VariantCounters())
     /// The decodes that cannot stream, admitted against ``decodeLimit``.
     let decodeBudget = DecodeBudget()
-    private let replacedHandler = Locked<(@Sendable (VariantKind, ImageURL) -> Void)?>(nil)
+    private let replacedHandler = LockedCallback<(VariantKind, ImageURL), Void>()
 
     /// A store of variants of `repository`'s images, made by `maker` on `workers` and cached in `memory` and `disk`
     /// (whose writes go through the repository's write queue); `now` gives the time.
@@ -95,11 +95,11 @@ public final class VariantStore: Sendable {
 
     /// Called (on a worker, before the callers are answered) when a variant replaces a cached one of other content.
     public func onReplaced(_ handler: @escaping @Sendable (_ kind: VariantKind, _ url: ImageURL) -> Void) {
-        replacedHandler.withLock { $0 = handler }
+        replacedHandler.install { handler($0.0, $0.1) }
     }
 
     func replaced(_ kind: VariantKind, _ url: ImageURL) {
-        replacedHandler.withLock { $0 }?(kind, url)
+        replacedHandler((kind, url))
     }
 
     /// The memory the decodes that cannot stream may hold together: the images' memory budget as it is now
