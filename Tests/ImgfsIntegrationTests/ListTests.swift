@@ -188,6 +188,27 @@ struct ListReadAheadTests {
         #expect(plainCounters["hits"] == 0 && plainCounters["misses"] == 30, "\(plainCounters)")
     }
 
+    @Test("a reader jumping about a list whose images do not stay cached: 6,000 opens, and the daemon stays up")
+    func jumpingReaderKeepsTheDaemonUp() throws {
+        // Every open is a jump (81 entries back), so the read-ahead behind the one before is given up, and the memory
+        // cache is too small to keep the icons: each open asks the open-handle count about what it gives up. When every
+        // call of that count left the next one deeper in the stack, the daemon crashed after about 4,500 such opens.
+        let fixture = try ListFixture(mountArguments: ["--memory-limit", "1M", "--disk-limit", "0"])
+        defer { fixture.stop() }
+        let urls = (1...5_000).map(fixture.url)
+        #expect(try fixture.add("jumps", urls.joined(separator: "\n"), extra: ["--no-probe"]).status == 0)
+        let names = try fixture.ls("lists/jumps")
+        try #require(names.count == 5_000)
+        var opened = 0
+        for step in 0..<6_000 {
+            let path = "\(fixture.mount.mountPoint)/lists/jumps/\(names[(step * 4_919) % names.count])"
+            guard (try? PosixFile.read(path).get())?.isEmpty == false else { break }
+            opened += 1
+        }
+        #expect(opened == 6_000 && fixture.mount.process.isRunning, "\(fixture.mount.log.suffix(1_500))")
+        #expect(fixture.counters("jumps")["wasted"] ?? 0 > 1_000, "\(fixture.counters("jumps"))")
+    }
+
     @Test("a jump far away cancels the read-ahead nobody asked for; the jumped-to entry loads first")
     func jumpCancels() throws {
         // One transfer per host at a time and a slow origin: read-ahead queues up behind the first image.
