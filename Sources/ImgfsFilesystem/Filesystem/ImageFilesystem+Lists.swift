@@ -157,10 +157,8 @@ extension ImageFilesystem {
     func desktopEntryOpened(_ url: ImageURL) {
         guard let feeder = desktopFeeder.withLock({ $0 }), let lists else { return }
         feeder.submit {
-            guard let (name, index) = lists.positions.withLock({ $0[url] }), let list = lists.store.list(name),
-                list.entries.indices.contains(index), list.entries[index].urlText == url.string
-            else { return }
-            feeder.opened(list: name, entry: list.entries[index].name, url: url)
+            guard let (list, index) = lists.position(of: url) else { return }
+            feeder.opened(list: list.name, entry: list.entries[index].name, url: url)
         }
     }
 }
@@ -209,6 +207,14 @@ public final class ListDirectories: Sendable {
         return url
     }
 
+    /// The list and position `url` was last looked up at, when that list still holds it there.
+    func position(of url: ImageURL) -> (list: ImageList, index: Int)? {
+        guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
+            list.entries.indices.contains(index), list.entries[index].urlText == url.string
+        else { return nil }
+        return (list, index)
+    }
+
     /// Remembers that `url` was looked up (or listed with its attributes) as entry `index` of list `list`.
     func remember(_ url: ImageURL, inList list: String, at index: Int) {
         positions.withLock { positions in
@@ -235,11 +241,9 @@ public final class ListDirectories: Sendable {
     /// `url` was opened (`hit`: ``opened(_:cached:size:)``'s answer): counts it for its list and loads ahead, on the
     /// calling thread, when it was looked up in a list.
     func readAhead(after url: ImageURL, hit: Bool, size: Int?) {
-        guard let (name, index) = positions.withLock({ $0[url] }), let list = store.list(name),
-            list.entries.indices.contains(index), list.entries[index].urlText == url.string
-        else { return }
+        guard let (list, index) = position(of: url) else { return }
         // While the list warms, a jump gives nothing up: the warm would only load it again.
-        let warming = warmer?.isWarming(name) == true
+        let warming = warmer?.isWarming(list.name) == true
         readAhead.opened(list, index: index, hit: hit, bytes: size ?? 0) { [openHandles] in
             openHandles($0) + (warming ? 1 : 0)
         }
