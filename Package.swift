@@ -1,8 +1,8 @@
 // swift-tools-version:6.0
 // The layers, each depending only on the ones above it (the compiler checks it: a target sees only what it depends on):
 //   CFuse, CCurl, CCurlShims,
-//   CFuseShims, CVips,
-//   CVipsShims, CHiredis,
+//   CFuseShims,
+//   CVipsShims (libvips by dlopen), CHiredis,
 //   CStoreShims, CTmpfsShims  C interop only
 //   ImgfsModel                values: URLs and names, errors, metadata, request rules, address rules, signatures
 //   ImgfsWorkers              threads: WorkerThread (the one way a thread is started) and WorkerPool (the one job
@@ -23,6 +23,14 @@
 //   imgfs                     the command line; wires ImgfsCurl, ImgfsFuse, ImgfsVips and ImgfsRedis together
 import PackageDescription
 
+// libvips's headers include GLib's, whose configuration header lives in the multiarch library directory (Debian).
+#if arch(arm64)
+    let multiarch = "aarch64-linux-gnu"
+#else
+    let multiarch = "x86_64-linux-gnu"
+#endif
+let glibIncludes = ["-I/usr/include/glib-2.0", "-I/usr/lib/\(multiarch)/glib-2.0/include"]
+
 let package = Package(
     name: "imgfs",
     platforms: [.macOS(.v15)],
@@ -42,8 +50,9 @@ let package = Package(
             name: "CCurlShims", dependencies: ["CCurl"],
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("brotlidec")]),
         .target(name: "CFuseShims", dependencies: ["CFuse"]),
-        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
-        .target(name: "CVipsShims", dependencies: ["CVips"]),
+        // libvips is not linked: CVipsShims opens it with dlopen when the first variant is made (library.c), so only
+        // its headers and GLib's are needed here (pkg-config would link libvips and GLib too).
+        .target(name: "CVipsShims", cSettings: [.unsafeFlags(glibIncludes)]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .target(name: "ImgfsModel", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "ImgfsWorkers"),
@@ -72,7 +81,7 @@ let package = Package(
                 "ImgfsModel", "ImgfsWorkers", "ImgfsPipeline", "ImgfsFilesystem", "ImgfsSystem", "CFuse", "CFuseShims"
             ]),
         .target(name: "ImgfsRedis", dependencies: ["ImgfsModel", "ImgfsPipeline", "CHiredis"]),
-        .target(name: "ImgfsVips", dependencies: ["ImgfsModel", "ImgfsPipeline", "CVipsShims", "CVips"]),
+        .target(name: "ImgfsVips", dependencies: ["ImgfsModel", "ImgfsPipeline", "CVipsShims"]),
         .target(name: "CStoreShims"),
         .target(name: "CTmpfsShims"),
         .target(

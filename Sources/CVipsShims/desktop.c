@@ -9,10 +9,6 @@
 imgfs_vips_status imgfs_vips_thumbnail_png(const void *data, size_t length, int size, int64_t max_pixels,
                                            imgfs_vips_result *result) {
     memset(result, 0, sizeof *result);
-    if (imgfs_vips_start() != 0) {
-        snprintf(result->message, sizeof result->message, "libvips could not be initialised");
-        return IMGFS_VIPS_UNDECODABLE;
-    }
     imgfs_vips_status checked = imgfs_vips_read_header(data, length, max_pixels, result);
     if (checked != IMGFS_VIPS_OK) return checked;
     VipsImage *thumbnail = NULL, *srgb = NULL, *memory = NULL, *bands = NULL, *bare = NULL;

@@ -11,8 +11,14 @@
 
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static int start_result = -1;
+static char start_failure[256] = "libvips could not be initialised";
 
 static void start_once(void) {
+    char reason[200];
+    if (imgfs_vips_open_library(reason, sizeof reason) != 0) {
+        snprintf(start_failure, sizeof start_failure, "libvips could not be loaded: %s", reason);
+        return;
+    }
     // libvips prints its warnings ("error in tile …") on stderr; imgfs reports failures itself (log, xattr).
     setenv("VIPS_WARNING", "0", 0);
     if (vips_init("imgfs") != 0) return;
@@ -28,6 +34,10 @@ static void start_once(void) {
 int imgfs_vips_start(void) {
     pthread_once(&started, start_once);
     return start_result;
+}
+
+const char *imgfs_vips_start_failure(void) {
+    return start_failure;
 }
 
 /// Moves libvips's error text (or `fallback`) into the result, on one line. The error buffer is shared by all
@@ -137,6 +147,10 @@ static int encode(VipsImage *image, int format, int quality, imgfs_vips_result *
 /// `result->loader`), it is a raster format, its header reads, and width x height is within `max_pixels`.
 imgfs_vips_status imgfs_vips_read_header(const void *data, size_t length, int64_t max_pixels,
                                          imgfs_vips_result *result) {
+    if (imgfs_vips_start() != 0) {
+        snprintf(result->message, sizeof result->message, "%s", imgfs_vips_start_failure());
+        return IMGFS_VIPS_UNDECODABLE;
+    }
     const char *loader = vips_foreign_find_load_buffer(data, length);
     if (loader == NULL) {
         vips_error_clear();
@@ -254,6 +268,7 @@ static int64_t jpeg_coefficients_in_eighths(VipsImage *header, int bands) {
 
 int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decode_cost *cost) {
     memset(cost, 0, sizeof *cost);
+    if (imgfs_vips_start() != 0) return -1;
     const char *loader = vips_foreign_find_load_buffer(data, length);
     if (loader == NULL) {
         vips_error_clear();
@@ -300,5 +315,6 @@ int imgfs_vips_estimate_decode(const void *data, size_t length, imgfs_vips_decod
 }
 
 void imgfs_vips_free(void *data) {
-    g_free(data);
+    // Only libvips's own output is freed here, so the library is loaded whenever `data` is not NULL.
+    if (data != NULL) g_free(data);
 }

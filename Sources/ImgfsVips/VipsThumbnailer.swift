@@ -13,16 +13,9 @@ import ImgfsPipeline
 /// the decoder's reason instead of being padded; SVG and PDF are refused, never rasterized; libvips's own operation
 /// cache is off, so nothing decoded outlives a call.
 public struct VipsThumbnailer: VariantMaking {
-    /// Why libvips could not be started.
-    public struct StartFailure: Error, CustomStringConvertible {
-        /// Names the failure; libvips gives no reason.
-        public var description: String { "libvips could not be initialised" }
-    }
-
-    /// Initialises libvips (once per process).
-    public init() throws {
-        guard imgfs_vips_start() == 0 else { throw StartFailure() }
-    }
+    /// A maker that loads libvips when it makes its first variant (loading it takes about 20 ms, which a daemon that
+    /// makes no variant does not pay); where libvips cannot be loaded every variant fails with the loader's reason.
+    public init() {}
 
     /// The variant of the encoded image in `original` that `specification` describes, made by libvips.
     public func makeVariant(

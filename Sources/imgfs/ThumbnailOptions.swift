@@ -60,7 +60,7 @@ struct ThumbnailOptions: ParsableArguments {
         }
         let workers = WorkerPool(name: "imgfs-variant", threads: tuning.thumbWorkers)
         return VariantStore(
-            repository: repository, maker: try VipsThumbnailer(),
+            repository: repository, maker: VipsThumbnailer(),
             memory: MemoryCache(budget: memoryBudget / 8), disk: disk, workers: workers,
             configuration: configuration, logger: logger)
     }

@@ -107,6 +107,32 @@ struct ThumbnailTests {
         }
     }
 
+    @Test("libvips is loaded by the first variant, not by the mount, an image read or an imgfs command")
+    func libvipsLoadedOnDemand() throws {
+        let images = try ThumbnailImages()
+        let jpeg = try Fixtures.largeJPEG()
+        // Read by cat: a /proc file's size is 0, and Foundation's reads of a whole file trust the size.
+        let loadsLibvips = { (pid: pid_t) throws -> Bool in
+            let maps = try ChildProcess.run("/bin/cat", ["/proc/\(pid)/maps"])
+            #expect(maps.status == 0 && maps.output.contains("/libcurl"))
+            return maps.output.contains("/libvips.so")
+        }
+        try withMountedOrigin { origin, mount in
+            origin.route("/photo.jpg", .ok(jpeg, contentType: "image/jpeg"))
+            let url = origin.baseURL + "/photo.jpg"
+            #expect(PosixFile.read(mount.path(url)).map(\.count) == .success(jpeg.count))
+            #expect(try !loadsLibvips(mount.process.pid), "libvips loaded before any variant was asked for")
+            // An imgfs command does not load it either (its startup would pay ~20 ms for it).
+            let command = try ChildProcess.run(
+                "/usr/bin/env", ["LD_DEBUG=files", MountedImgfs.binary, "why", "--mount", mount.mountPoint, url])
+            #expect(command.output.contains("no failure known"), "\(command.output)")
+            #expect(command.output.contains("libcurl") && !command.output.contains("libvips"))
+            let path = try images.write(try PosixFile.read(thumb(mount, 64, url)).get(), "t64.jpg")
+            #expect(try images.identify(path, "%m %[fx:max(w,h)]") == "JPEG 64")
+            #expect(try loadsLibvips(mount.process.pid))
+        }
+    }
+
     @Test("3 sizes x 16 readers at once of an image not fetched yet: one GET, every variant right")
     func oneTransfer() throws {
         let images = try ThumbnailImages()
