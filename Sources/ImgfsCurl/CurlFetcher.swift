@@ -154,9 +154,12 @@ public final class CurlFetcher: ImageFetching, @unchecked Sendable {
         state.withLock { _ = $0.queue.promote(where: { $0.id == id }, to: priority) }
     }
 
-    /// Wakes the thread transfer `id` runs on: it looks whether its paused transfers are wanted now.
+    /// Wakes the thread transfer `id` runs on when a transfer is paused there: it looks whether its paused transfers
+    /// are wanted now. (An open of every image read after its lookup lands here: a thread with nothing paused is not
+    /// woken. One that pauses a transfer after this looked looks again itself before it waits.)
     fileprivate func restWanted(_ id: Int) {
-        state.withLock { $0.placement[id] }.map { workers[$0].wake() }
+        guard let index = state.withLock({ $0.placement[id] }), workers[index].hasPaused else { return }
+        workers[index].wake()
     }
 
     /// Whether a transfer someone waits for waits for a place (a paused lookup's probe then gives its place up).
@@ -388,7 +391,7 @@ final class CurlWorker: @unchecked Sendable {
     func wake() { curl_multi_wakeup(multi) }
 
     /// Whether a lookup's probe is paused on this thread now.
-    var hasPaused: Bool { pausedCount.load(ordering: .relaxed) > 0 }
+    var hasPaused: Bool { pausedCount.load(ordering: .sequentiallyConsistent) > 0 }
 
     /// Completes everything placed here with ``FetchError/shutDown`` and waits for the thread to end.
     func stop() {
@@ -420,7 +423,7 @@ final class CurlWorker: @unchecked Sendable {
                         .now + .milliseconds(Int(saturating: configuration.crowdedProbeHold * 1000)),
                         .now + .milliseconds(Int(saturating: configuration.probeGrace * 1000))
                     )
-                    pausedCount.store(paused.count, ordering: .relaxed)
+                    pausedCount.store(paused.count, ordering: .sequentiallyConsistent)
                 }
                 active[transfer.easy] = (transfer, host)
                 curl_multi_add_handle(multi, transfer.easy)
@@ -436,6 +439,9 @@ final class CurlWorker: @unchecked Sendable {
             curl_multi_perform(multi, &stillRunning)
             // Transfers admitted in place of finished ones start at the next perform: do not sleep before it.
             if collectFinished() { continue }
+            // A probe paused in this perform whose rest was wanted meanwhile goes on now (its opener may have looked
+            // before the pause was counted, and not woken this thread).
+            reviewPaused()
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         tearDown()
@@ -459,13 +465,13 @@ final class CurlWorker: @unchecked Sendable {
                 endPaused(easy)
             }
         }
-        pausedCount.store(paused.count, ordering: .relaxed)
+        pausedCount.store(paused.count, ordering: .sequentiallyConsistent)
     }
 
     /// Ends the paused lookup's probe of `easy` where it stopped: its place is free, its observer keeps the bytes.
     private func endPaused(_ easy: UnsafeMutableRawPointer) {
         paused[easy] = nil
-        pausedCount.store(paused.count, ordering: .relaxed)
+        pausedCount.store(paused.count, ordering: .sequentiallyConsistent)
         guard let (transfer, host) = active.removeValue(forKey: easy) else { return }
         curl_multi_remove_handle(multi, easy)
         fetcher.ended([.init(id: transfer.id, host: host, staysHere: false)], on: self, looksAgain: false)
@@ -481,7 +487,9 @@ final class CurlWorker: @unchecked Sendable {
         var completions: [(CurlTransfer, CURLcode)] = []
         while imgfs_multi_next_done(multi, &easy, &code) != 0 {
             guard let easy, let (transfer, host) = active.removeValue(forKey: easy) else { continue }
-            if paused.removeValue(forKey: easy) != nil { pausedCount.store(paused.count, ordering: .relaxed) }
+            if paused.removeValue(forKey: easy) != nil {
+                pausedCount.store(paused.count, ordering: .sequentiallyConsistent)
+            }
             curl_multi_remove_handle(multi, easy)
             let retry = transfer.retryDelay(code).flatMap { delay in
                 CurlTransfer(retrying: transfer).map { (delay, $0) }
