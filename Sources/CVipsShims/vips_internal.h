@@ -109,6 +109,14 @@ int imgfs_vips_open_library(char *reason, size_t reason_size);
 #define vips_webpsave_buffer (imgfs_vips_library.vips_webpsave_buffer)
 #endif
 
+/// Loads libvips (dlopen) and initialises it once (later calls return the first result): operation cache off, one
+/// libvips worker thread per call of imgfs_vips_variant, untrusted loaders (ImageMagick, PDF, SVG, …) blocked. 0 on
+/// success.
+int imgfs_vips_start(void);
+
+/// Why imgfs_vips_start failed, one line.
+const char *imgfs_vips_start_failure(void);
+
 /// Moves libvips's error text (or `fallback`) into `result->message`, on one line.
 void imgfs_vips_take_error(imgfs_vips_result *result, const char *fallback);
 

@@ -56,14 +56,8 @@ typedef struct imgfs_vips_result {
     char message[1024];
 } imgfs_vips_result;
 
-/// Loads libvips (dlopen) and initialises it once (later calls return the first result): operation cache off, one
-/// libvips worker thread per call of imgfs_vips_variant, untrusted loaders (ImageMagick, PDF, SVG, …) blocked. 0 on
-/// success. The calls below start it themselves when they first need it; a process that makes no variant never loads
-/// libvips.
-int imgfs_vips_start(void);
-
-/// Why imgfs_vips_start failed, one line.
-const char *imgfs_vips_start_failure(void);
+// The calls below load libvips (dlopen) and start it the first time they need it: a process that makes no variant
+// never loads it. Where it cannot be loaded, they fail with the reason as their message.
 
 /// The image in `data` shaped by `shape` (`width`, `height`; `attention`: an exact size is cropped around the most
 /// interesting part, libvips's attention crop, instead of the centre), upright (EXIF orientation applied), in sRGB
