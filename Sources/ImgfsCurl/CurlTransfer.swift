@@ -64,6 +64,8 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var isPaused = false
     /// Bytes of the piece that paused which were handed over already: curl hands the whole piece again on resuming.
     private var handedBeforePause = 0
+    /// When a lookup's probe that expects an open stops going on past its first bytes (set when it reaches them).
+    private var openWindowEnd: ContinuousClock.Instant?
     /// Called when a lookup's probe pauses at its end (on the fetch thread, inside curl's write callback).
     var onPause: (() -> Void)?
     /// Called with CURLINFO_HTTP_VERSION when the head of a final response (not a redirect) has arrived.
@@ -296,14 +298,20 @@ final class CurlTransfer: @unchecked Sendable {
     /// decoded ones), so a lookup's probe may pause after them.
     private func deliver(_ bytes: UnsafeRawBufferPointer, mayPause: Bool) -> Reception {
         var bytes = bytes
-        if let end = probeEnd, request.pausesAtProbe, delivered + bytes.count >= end, observer.wantsRest {
-            probeEnd = nil  // an open joined in time: the rest of this whole GET is wanted
+        if let end = probeEnd, request.pausesAtProbe, delivered + bytes.count >= end {
+            if observer.wantsRest {
+                probeEnd = nil  // an open joined in time: the rest of this whole GET is wanted
+            } else if mayPause && withinOpenWindow(pastProbe: delivered + bytes.count - end) {
+                delivered += bytes.count  // an open is expected: all of these, past the probe's end
+                observerStopped = !observer.transferDidReceive(bytes: bytes)
+                return observerStopped ? .stop : .taken
+            }
         }
         if let probeEnd, delivered + bytes.count > probeEnd {
             bytes = UnsafeRawBufferPointer(rebasing: bytes.prefix(max(0, probeEnd - delivered)))
         }
         delivered += bytes.count
-        observerStopped = !observer.transferDidReceive(bytes: bytes)
+        observerStopped = !bytes.isEmpty && !observer.transferDidReceive(bytes: bytes)
         guard !observerStopped else { return .stop }
         guard let probeEnd, delivered >= probeEnd, delivered < deliveredHead?.contentLength ?? 0, head.status == 200
         else { return .taken }
@@ -315,6 +323,18 @@ final class CurlTransfer: @unchecked Sendable {
         }
         probeCut = true
         return .stop
+    }
+
+    /// Whether a lookup's probe that expects an open (``FetchRequest/expectsOpen``) still goes on past its first
+    /// bytes, `pastProbe` of them with the piece at hand: until ``FetcherConfiguration/openWindow`` after it first
+    /// reached their end, and for at most ``FetcherConfiguration/openWindowBytes``.
+    private func withinOpenWindow(pastProbe: Int) -> Bool {
+        guard request.expectsOpen, configuration.openWindow > 0, pastProbe <= configuration.openWindowBytes
+        else { return false }
+        let now = ContinuousClock.now
+        let end = openWindowEnd ?? now + .milliseconds(Int(saturating: configuration.openWindow * 1000))
+        openWindowEnd = end
+        return now < end
     }
 
     // MARK: - A lookup's probe, paused (fetcher thread, outside curl's callbacks)

@@ -51,6 +51,14 @@ public struct FetcherConfiguration: Sendable {
     /// Seconds a lookup's probe (``FetchRequest/pausesAtProbe``) stays paused after its first bytes, waiting for an
     /// open to want the rest (`cat` opens within microseconds of its lookup), before it ends there as a probe.
     public var probeGrace = 0.5
+    /// Seconds a lookup's probe that expects an open (``FetchRequest/expectsOpen``) goes on past its first bytes before
+    /// it pauses: on two busy cores the open of `os.open` or `cp` reaches imgfs 0.25-5 ms after its lookup's answer,
+    /// and a GET paused that long made cold large files over loopback 8 % slower; 10 ms of bytes are dropped again
+    /// when no open comes.
+    public var openWindow = 0.010
+    /// Bytes past its first ones a lookup's probe that expects an open takes at most in ``openWindow`` (a stat by path
+    /// over a fast link then costs at most this much more than the probe).
+    public var openWindowBytes = 2 << 20
     /// Seconds a paused lookup's probe is held even while a transfer someone waits for waits for its place: the open
     /// of a program that reads what it looked up comes that soon even on a busy machine, and it saves a second request.
     public var crowdedProbeHold = 0.03

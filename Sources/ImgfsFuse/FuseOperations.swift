@@ -108,7 +108,7 @@ final class FuseOperations: @unchecked Sendable {
                 filesystem.lookupInterrupted(parent: UInt64(parent), name: bytes)
             }
             operations.filesystem.lookup(
-                parent: UInt64(parent), name: bytes, waitForSize: wait,
+                parent: UInt64(parent), name: bytes, waitForSize: wait, caller: Request.caller(req!),
                 interest: interest
             ) { [pending = operations.pending] result in
                 guard let request = pending.finish(ticket) else {

@@ -21,9 +21,11 @@ struct Request: ~Copyable, Sendable {
 
     private var raw: fuse_req_t { fuse_req_t(bitPattern: address)! }
 
-    /// Who sent `raw`: the user id of the calling process (`fuse_req_ctx`), read before the request is answered.
+    /// Who sent `raw`: the user id of the calling process and the id of its thread (`fuse_req_ctx`), read before the
+    /// request is answered.
     static func caller(_ raw: fuse_req_t) -> Caller {
-        Caller(uid: fuse_req_ctx(raw).pointee.uid)
+        let context = fuse_req_ctx(raw).pointee
+        return Caller(uid: context.uid, thread: context.pid)
     }
 
     /// The raw request for libfuse calls that do not answer it (registering an interrupt callback, the userdata).

@@ -8,7 +8,8 @@ import Testing
 
 /// A lookup's probe (``FetchRequest/pausesAtProbe``) against the test origin: one whole GET that pauses after the
 /// probe's bytes while its observer does not want the rest, goes on (the same request, no byte twice) when it is
-/// wanted, and otherwise ends there after the grace time, or after a short hold when another transfer needs its place.
+/// wanted, and otherwise ends there after the grace time, or after a short hold when another transfer needs its place;
+/// one that expects an open goes on past the probe's bytes for a short window first.
 @Suite("Curl fetcher: a lookup's probe pauses", .serialized)
 struct CurlPauseTests {
     private static let probe = 64 << 10
@@ -68,6 +69,49 @@ struct CurlPauseTests {
         #expect(observer.waitForCompletion(seconds: 10) == nil, "resumed long before its grace time ends")
         #expect(observer.body == Self.image, "the whole image, no byte twice")
         #expect(origin.requestCount("/big2.png") == 1)
+    }
+
+    @Test("expecting an open, it goes on past the probe's bytes up to the window's bytes, then pauses and ends there")
+    func windowBytesThenPause() throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let fetcher = CurlFetcherTests.fetcher {
+            $0.probeGrace = 0.3
+            $0.openWindow = 30
+            $0.openWindowBytes = 512 << 10
+        }
+        defer { fetcher.shutdown() }
+        let observer = RecordingObserver()
+        observer.restWanted.withLock { $0 = false }
+        var request = try Self.lookupProbe("\(origin.baseURL)/big5.png")
+        request.expectsOpen = true
+        _ = fetcher.start(request, observer: observer)
+        #expect(observer.waitForCompletion(seconds: 10) == nil, "a probe's end is a success")
+        let body = observer.body
+        #expect(body.count > Self.probe, "it went on past the probe's bytes")
+        #expect(body.count <= Self.probe + (512 << 10), "at most the window's bytes past them: \(body.count)")
+        #expect(body == Array(Self.image.prefix(body.count)))
+        #expect(origin.requestCount("/big5.png") == 1)
+    }
+
+    @Test("expecting an open, it does not pause within the window's time: the image comes whole, one request")
+    func windowTimeNotPaused() throws {
+        let origin = try Self.origin()
+        defer { origin.stop() }
+        let fetcher = CurlFetcherTests.fetcher {
+            $0.probeGrace = 30
+            $0.openWindow = 30
+            $0.openWindowBytes = 8 << 20
+        }
+        defer { fetcher.shutdown() }
+        let observer = RecordingObserver()
+        observer.restWanted.withLock { $0 = false }
+        var request = try Self.lookupProbe("\(origin.baseURL)/big6.png")
+        request.expectsOpen = true
+        _ = fetcher.start(request, observer: observer)
+        #expect(observer.waitForCompletion(seconds: 10) == nil, "not paused: done long before the grace time")
+        #expect(observer.body == Self.image, "the whole image, no byte twice")
+        #expect(origin.requestCount("/big6.png") == 1)
     }
 
     @Test("a transfer that waits for a place ends a paused probe after a short hold")

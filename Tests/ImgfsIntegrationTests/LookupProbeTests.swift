@@ -13,6 +13,10 @@ struct LookupProbeTests {
     private static let probe = 64 << 10
     /// More than the grace time a lookup's paused transfer waits for an open (``FetcherConfiguration/probeGrace``).
     private static let afterGrace: useconds_t = 1_200_000
+    /// The most the origin may send for a stat by path of the 32 MiB image: the probe, the 2 MiB a lookup by a caller
+    /// not seen before goes on for (``FetcherConfiguration/openWindowBytes``), and what the origin's send buffer and
+    /// imgfs's receive buffers hold on loopback (4-7 MiB measured); a download would be all 32.
+    private static let statBound = 12 << 20
 
     /// A 32 MiB JPEG: a real wallpaper's bytes, then noise (what matters is its size and that it starts as a JPEG).
     private static func hugeImage(seed: UInt8 = 1) throws -> [UInt8] {
@@ -57,7 +61,7 @@ struct LookupProbeTests {
         usleep(afterGrace)
         let sentForStat = settledSent(origin, path)
         // What the origin sent includes what stayed in its socket's send buffer and imgfs's receive buffer.
-        #expect(sentForStat > 0 && sentForStat < image.count / 4, "stat: \(sentForStat) of \(image.count) bytes sent")
+        #expect(sentForStat > 0 && sentForStat < statBound, "stat: \(sentForStat) of \(image.count) bytes sent")
         #expect(requests(origin, path).map { $0.header("Range") } == [nil], "one whole GET, stopped")
         #expect(reads(file, image), "the exact image")
         let all = requests(origin, path)
@@ -110,6 +114,35 @@ struct LookupProbeTests {
         }
     }
 
+    @Test("a thread's lookup goes on past the probe while it reads what it looks up (or is new), not while it stats")
+    func threadsThatRead() throws {
+        // 512 KiB: a lookup that goes on past the probe (10 ms, 2 MiB) takes all of it over loopback at once.
+        let image = Array(try Self.hugeImage(seed: 9).prefix(512 << 10))
+        let names = ["a", "b", "c", "d"].map { "\($0).jpg" }
+        let images = ProbeIntegrationTests.RangedImages(Dictionary(uniqueKeysWithValues: names.map { ($0, image) }))
+        try withMountedOrigin { origin, mount in
+            images.route(on: origin)
+            let files = names.map { mount.path("\(origin.baseURL)/p/\($0)") }
+            // One thread throughout: the kernel names it in every request.
+            let finished = DispatchSemaphore(value: 0)
+            Thread {
+                _ = PosixFile.size(files[0])  // new: expected to open
+                _ = PosixFile.size(files[1])  // did not open a.jpg: a stat
+                _ = PosixFile.read(files[2])  // not expected to open, but it does
+                _ = PosixFile.size(files[3])  // opened what it looked up: expected to open
+                finished.signal()
+            }.start()
+            #expect(finished.wait(timeout: .now() + 20) == .success)
+            usleep(Self.afterGrace)
+            for (name, file) in zip(names, files) { #expect(Self.reads(file, image), "\(name) exact") }
+            let ranges = names.map { name in Self.requests(origin, "/p/\(name)").map { $0.header("Range") } }
+            #expect(ranges[0] == [nil], "a new thread's stat went on and took the whole image: one GET")
+            #expect(ranges[1] == [nil, "bytes=\(Self.probe)-"], "a stat after a stat stopped at the probe")
+            #expect(ranges[2] == [nil], "cat: one GET")
+            #expect(ranges[3] == [nil], "a stat by a thread that reads went on: one GET")
+        }
+    }
+
     @Test("a read within the grace time after a stat by path resumes the paused GET: one request, every byte once")
     func readSoonAfterStat() throws {
         let image = try Self.hugeImage(seed: 8)
@@ -152,7 +185,7 @@ struct LookupProbeTests {
             #expect(PosixFile.size(file) == .success(image.count))
             usleep(Self.afterGrace)
             let sentForStat = Self.settledSent(origin, "/p/plain.jpg")
-            #expect(sentForStat < image.count / 4, "stat: \(sentForStat) bytes sent")
+            #expect(sentForStat < Self.statBound, "stat: \(sentForStat) bytes sent")
             #expect(Self.reads(file, image), "the exact image")
             let ranges = Self.requests(origin, "/p/plain.jpg").map { $0.header("Range") }
             #expect(ranges == [nil, nil], "nothing to continue safely: the read starts over")
@@ -188,7 +221,7 @@ struct LookupProbeTests {
         #expect(served.allSatisfy { $0.protocol == "HTTP/2.0\"" })
         #expect(served.map(\.status) == ["200", "206"], "the stat's GET, then the rest after the probe's bytes")
         let sentForStat = served.first?.bytes ?? -1
-        #expect(sentForStat >= 0 && sentForStat < image.count / 4, "stat: \(sentForStat) bytes sent")
+        #expect(sentForStat >= 0 && sentForStat < Self.statBound, "stat: \(sentForStat) bytes sent")
         #expect(served.last?.bytes == image.count - Self.probe)
         print("stat by path over HTTP/2 of \(image.count) bytes: nginx sent \(sentForStat) bytes")
     }

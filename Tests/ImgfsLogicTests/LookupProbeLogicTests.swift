@@ -87,6 +87,42 @@ struct LookupProbeLogicTests {
         #expect(fetcher.transfers.count == 1)
     }
 
+    @Test("a probe that went on past its first bytes for an open that did not come keeps only those: an open continues")
+    func windowBytesDropped() throws {
+        let observer = try lookUp("w.jpg")
+        #expect(observer.transferDidReceive(head: head()))
+        // The fetcher went on past the probe's end while it expected an open, then ended it there.
+        image.prefix(2 * ImageRepository.probeBytes + 100).withUnsafeBytes {
+            _ = observer.transferDidReceive(bytes: $0)
+        }
+        observer.transferDidComplete(error: nil)
+        let bytes = try openAndRead("w.jpg") {
+            #expect(fetcher.transfers.count == 2, "the open continues it")
+            #expect(fetcher.transfers.last?.request.continuedFrom == ImageRepository.probeBytes, "after the probe's")
+            fetcher.respondRest(1, body: image)
+        }
+        #expect(bytes == image, "the probe's bytes and the rest, exactly")
+    }
+
+    @Test("a new caller, or one that opened what it looked up, is expected to open; one that only looked up is not")
+    func callersThatRead() throws {
+        let reader = Caller(uid: 0, thread: 7)
+        func lookUp(_ path: String, by caller: Caller) throws -> (request: FetchRequest, inode: UInt64) {
+            let name = Array(NameCodec.encode("http://127.0.0.1/\(path)").utf8)
+            let entry = try filesystem.lookup(parent: InodeTable.imagesInode, name: name, caller: caller).get()
+            let request = try #require(fetcher.transfers.last?.request)
+            #expect(request.pausesAtProbe)
+            return (request, entry.attributes.inode)
+        }
+        #expect(try lookUp("r1.jpg", by: reader).request.expectsOpen, "not seen yet: it may be reading")
+        let second = try lookUp("r2.jpg", by: reader)
+        #expect(!second.request.expectsOpen, "it did not open what it looked up: a stat")
+        filesystem.open(second.inode, forWriting: false, caller: reader) { _ in }
+        #expect(try lookUp("r3.jpg", by: reader).request.expectsOpen, "it opened what it looked up: a reader")
+        #expect(!(try lookUp("r4.jpg", by: .root).request.expectsOpen), "the kernel's own lookups are stats")
+        #expect(!(try lookUp("r5.jpg", by: reader).request.expectsOpen), "r3 was not opened")
+    }
+
     @Test("a prefetch or a read-ahead's lookup is an ordinary whole GET; so is an open's")
     func othersAreWhole() throws {
         _ = repository.prepare(try url("d.jpg"), priority: .background, start: .lookup)

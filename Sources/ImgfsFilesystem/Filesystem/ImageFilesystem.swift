@@ -85,6 +85,8 @@ public final class ImageFilesystem: Sendable {
     let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
     /// The directories with a listing open now (their lookups are probes under `lists/` and `hosts/`).
     let listed = ListingDirectories()
+    /// The callers that open what they look up (their lookups' transfers wait for the open a little longer).
+    let readingCallers = ReadingCallers()
     /// The open files: images and generated files, by handle; the one count of open handles per image.
     let handles = HandleTable()
     private let invalidation = LockedCallback<UInt64, Void>()
@@ -141,17 +143,19 @@ public final class ImageFilesystem: Sendable {
 
     // MARK: - Names
 
-    /// Resolves `name` in directory `parent`; starts the image's transfer, never waits for it.
-    public func lookup(parent: UInt64, name: [UInt8]) -> Result<Entry, FilesystemError> {
+    /// Resolves `name` in directory `parent` for `caller`; starts the image's transfer, never waits for it.
+    public func lookup(parent: UInt64, name: [UInt8], caller: Caller = .root) -> Result<Entry, FilesystemError> {
         let answer = Locked<Result<Entry, FilesystemError>?>(nil)
-        lookup(parent: parent, name: name, waitForSize: false) { result in answer.withLock { $0 = result } }
+        lookup(parent: parent, name: name, waitForSize: false, caller: caller) { result in
+            answer.withLock { $0 = result }
+        }
         return answer.withLock { $0! }
     }
 
     /// Resolves `name` in directory `parent`. With `waitForSize`, an image whose size is not known yet is answered
     /// once its response has been checked, so the kernel has its size at once instead of asking getattr for it.
     public func lookup(
-        parent: UInt64, name: [UInt8], waitForSize: Bool, interest: Interest? = nil,
+        parent: UInt64, name: [UInt8], waitForSize: Bool, caller: Caller = .root, interest: Interest? = nil,
         reply: @escaping EntryReply
     ) {
         lookupCount.add(1, ordering: .relaxed)
@@ -168,7 +172,10 @@ public final class ImageFilesystem: Sendable {
             // In a folder of lists/ or hosts/ being listed now, names are looked up by `ls -l`, file managers,
             // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer) or to be stat'ed (the
             // kernel does not say which): one whole GET that stops after the probe's bytes unless an open comes.
-            let start: TransferStart = directory != .images && listed.isListed(parent) ? .probe : .lookup
+            // A caller that opened what it looked up last time is expected to open this too.
+            let start: TransferStart =
+                directory != .images && listed.isListed(parent)
+                ? .probe : readingCallers.lookedUp(url.cacheKey, by: caller.thread) ? .lookupToRead : .lookup
             if waitForSize {
                 lookupImageWhenKnown(url, interest: interest, start: start, glance: glance, reply: reply)
             } else {
@@ -256,6 +263,7 @@ public final class ImageFilesystem: Sendable {
         if case .listIndex = node, !isTrusted(caller) { return reply(.failure(.accessDenied)) }
         switch node {
         case .image(let url):
+            readingCallers.opened(url.cacheKey, by: caller.thread)
             var opened: (hit: Bool, size: Int?)?
             let glance = { [lists] (glance: CacheGlance) in
                 opened = lists.map { ($0.opened(url, cached: glance.cached, size: glance.size), glance.size) }
@@ -537,10 +545,13 @@ extension ImageFilesystem {
 public struct Caller: Equatable, Sendable {
     /// The calling process's user id.
     public var uid: UInt32
+    /// The calling thread's id as the kernel gives it (0: unknown, or the kernel itself).
+    public var thread: Int32
 
-    /// The caller with user id `uid`.
-    public init(uid: UInt32) {
+    /// The caller with user id `uid` on thread `thread`.
+    public init(uid: UInt32, thread: Int32 = 0) {
         self.uid = uid
+        self.thread = thread
     }
 
     /// root, who may always act.

@@ -79,7 +79,8 @@ struct SourceResolver: Sendable {
             if interest?.isWithdrawn == true { return .step(.answer(.ready(.failure(.cancelled)))) }
             var request = FetchRequest(url: url, priority: priority)
             request.probeBytes = start == .whole ? nil : ImageRepository.probeBytes
-            request.pausesAtProbe = start == .lookup
+            request.pausesAtProbe = start == .lookup || start == .lookupToRead
+            request.expectsOpen = start == .lookupToRead
             return .step(file(url, rules, &state, request: request, fallback: nil))
         }
         switch decision {

@@ -567,7 +567,7 @@ public final class Download: TransferObserving, Sendable {
             else { return (false, nil) }
             state.probed = true
             state.handle = nil
-            if !state.restWanted && !state.probeSized { Self.moveToProbeSizedBody(&state) }
+            if !state.restWanted && !state.probeSized { Self.moveToProbeSizedBody(&state, limit: probeLimit) }
             return (true, Self.takeContinuation(&state, memory: memory))
         }
         guard ended else { return false }
@@ -610,7 +610,9 @@ public final class Download: TransferObserving, Sendable {
 
     /// A lookup's probe that ended after its first bytes: they move to ordinary memory of their size (the transfer
     /// has ended, nothing appends any more), so a stat holds no more than the probe's bytes.
-    private static func moveToProbeSizedBody(_ state: inout State) {
+    private static func moveToProbeSizedBody(_ state: inout State, limit: Int?) {
+        // A lookup's probe that went on past its first bytes for an open that did not come keeps only those.
+        state.received = min(state.received, limit ?? .max)
         moveBody(&state, to: ImageBytes(expectedCount: state.received), probeSized: true)
     }
 
