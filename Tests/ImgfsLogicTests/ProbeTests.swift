@@ -113,10 +113,11 @@ struct ProbeTests {
         #expect(ended.isProbed, "nobody came: it ended as a probe")
         #expect(endedFile.object == nil, "the probe's bytes left the whole image's file")
         let kept = Replies<[UInt8]>()
-        ended.read(offset: 0, count: 5, servesReader: false) { result in
+        ended.read(offset: 0, count: 4, servesReader: false) { result in
             kept.record((try? result.get()).map { slice in slice.withSegments { $0.flatMap { Array($0) } } } ?? [])
         }
-        #expect(kept.all == [[1, 2, 3, 4, 5]], "and are kept")
+        #expect(kept.all == [[1, 2, 3, 4]], "and are kept, the probe's 4 (the fifth came past the probe's end)")
+        #expect(ended.probedFirstBytes(count: 10) == [1, 2, 3, 4], "nothing past the probe's end is kept")
     }
 
     /// A lookup's probe of a 10-byte image that received 5 bytes and ended (`openJoins`: after an open wanted the
