@@ -2,11 +2,11 @@ import Glibc
 import ImgfsModel
 
 /// OpenSSL's SHA-256 compression (`SHA256_Transform`), found at run time in the process (libcurl links libcrypto),
-/// which uses the processor's SHA instructions where it has them: several times faster than ``ImgfsCore/SHA256``'s own.
+/// which uses the processor's SHA instructions where it has them: several times faster than ``ImgfsModel/SHA256``'s own.
 ///
 /// Guarantees: ``compress`` is nil unless the function was found and, installed in a fresh digest, gives the standard
 /// digests of a short and a multi-block message; it applies each 64-byte block in turn to the eight state words, as
-/// ``ImgfsCore/SHA256/install(_:)`` requires.
+/// ``ImgfsModel/SHA256/install(_:)`` requires.
 public enum OpenSSLSHA256 {
     private typealias Function = @convention(c) (UnsafeMutableRawPointer, UnsafePointer<UInt8>) -> Void
 
