@@ -85,7 +85,7 @@ public final class ImageFilesystem: Sendable {
     let listings = Locked<(next: UInt64, open: [UInt64: DirectoryListing])>((1, [:]))
     /// The directories with a listing open now (their lookups are probes under `lists/` and `hosts/`).
     let listed = ListingDirectories()
-    /// The callers that open what they look up (their lookups' transfers wait for the open a little longer).
+    /// The callers expected to open what they look up (their lookups' transfers wait for the open a little longer).
     let readingCallers = ReadingCallers()
     /// The open files: images and generated files, by handle; the one count of open handles per image.
     let handles = HandleTable()
@@ -172,7 +172,7 @@ public final class ImageFilesystem: Sendable {
             // In a folder of lists/ or hosts/ being listed now, names are looked up by `ls -l`, file managers,
             // scandir + stat: a probe. Otherwise a name is looked up to be read (cat, a viewer) or to be stat'ed (the
             // kernel does not say which): one whole GET that stops after the probe's bytes unless an open comes.
-            // A caller that opened what it looked up last time is expected to open this too.
+            // A caller not seen before, or one that opened what it looked up last time, is expected to open this.
             let start: TransferStart =
                 directory != .images && listed.isListed(parent)
                 ? .probe : readingCallers.lookedUp(url.cacheKey, by: caller.thread) ? .lookupToRead : .lookup

@@ -702,9 +702,9 @@ public struct FetchRequest: Sendable, Equatable {
     /// pauses for a short grace time (the fetcher's), goes on when the rest is wanted in time
     /// (``TransferHandle/restWanted()``), and else ends there as a probe cut off after its first bytes does.
     public var pausesAtProbe = false
-    /// For a lookup's transfer whose caller opened what it looked up last time (``TransferStart/lookupToRead``): the
-    /// GET goes on past the probe's bytes for a short window (the fetcher's) before it pauses, so an open that comes
-    /// late on a busy machine finds it running; if it ends as a probe, the bytes past the probe's are dropped.
+    /// For a lookup's transfer whose caller is expected to open (``TransferStart/lookupToRead``): the GET goes on past
+    /// the probe's bytes for a short window (the fetcher's) before it pauses, so an open that comes late on a busy
+    /// machine finds it running; if it ends as a probe, the bytes past the probe's are dropped.
     public var expectsOpen = false
     /// For the rest of a probed image: the probe's head, whose total size and strong validator the continuation
     /// (`Range: bytes=N-` with `If-Range`) must match; a 200 instead starts the body again from byte 0.

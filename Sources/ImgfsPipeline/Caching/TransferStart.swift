@@ -11,8 +11,8 @@ public enum TransferStart: Sendable, Equatable {
     /// after the probe's first bytes unless an open wants the rest in time (``FetchRequest/pausesAtProbe``), so
     /// `cat` is one request and `stat` costs about a probe.
     case lookup
-    /// As ``lookup``, by a caller whose previous lookup was followed by its open (a program that reads what it looks
-    /// up: `cp`, a data loader, a viewer stepping through a folder): the GET goes on past the probe's bytes for a short
-    /// window before it pauses (``FetchRequest/expectsOpen``).
+    /// As ``lookup``, by a caller not seen before or whose previous lookup was followed by its open (a program that
+    /// reads what it looks up: `cp`, a data loader, a viewer stepping through a folder): the GET goes on past the
+    /// probe's bytes for a short window before it pauses (``FetchRequest/expectsOpen``).
     case lookupToRead
 }
