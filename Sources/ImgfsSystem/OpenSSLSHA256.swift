@@ -2,7 +2,8 @@ import Glibc
 import ImgfsModel
 
 /// OpenSSL's SHA-256 compression (`SHA256_Transform`), found at run time in the process (libcurl links libcrypto),
-/// which uses the processor's SHA instructions where it has them: several times faster than ``ImgfsModel/SHA256``'s own.
+/// which uses the processor's SHA instructions where it has them: several times faster than
+/// ``ImgfsModel/SHA256``'s own.
 ///
 /// Guarantees: ``compress`` is nil unless the function was found and, installed in a fresh digest, gives the standard
 /// digests of a short and a multi-block message; it applies each 64-byte block in turn to the eight state words, as
