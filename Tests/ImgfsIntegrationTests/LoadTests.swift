@@ -52,7 +52,7 @@ struct LoadTests {
             Poll.until(timeout: 10, interval: 0.2) {
                 settled = Self.usage(mount.process.pid)
                 return settled.files <= idle.files && settled.sockets <= idle.sockets + 16
-                    && settled.threads <= idle.threads + 16
+                    && settled.threads <= idle.threads + 4
             }
             #expect(settled.files <= idle.files, "open files: idle \(idle.files), after \(settled.files)")
             #expect(
@@ -63,8 +63,8 @@ struct LoadTests {
                 """
             )
             #expect(
-                settled.threads <= idle.threads + 16,
-                "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 16 idle workers)")
+                settled.threads <= idle.threads + 4,
+                "threads: idle \(idle.threads), after \(settled.threads) (libfuse keeps up to 4 idle workers)")
             print("load: peak RSS \(peak >> 20) MiB; idle \(idle); after \(settled)")
         }
     }
