@@ -29,7 +29,7 @@
 
 #define TIMEOUT 3600.0
 #define THREADS 16      // as imgfs: up to 16 request threads,
-#define IDLE_THREADS 16 // all of them kept when idle
+#define IDLE_THREADS 4  // of which 4 are kept when idle
 
 struct source {
     char *path;

@@ -102,10 +102,9 @@ public final class FuseMount {
     public func serve(beforeUnmount: () -> Void) {
         let config = fuse_loop_cfg_create()
         fuse_loop_cfg_set_max_threads(config, maxThreads)
-        // Every request thread is kept when idle: with fewer kept, each burst of parallel readers started threads that
-        // ended again (740 per 2,000 icons read by 16 readers after a remount), each end a stack released with a TLB
-        // shootdown; keeping them took 10 % less daemon CPU per file there.
-        fuse_loop_cfg_set_idle_threads(config, maxThreads)
+        // 4 kept idle: bursts of 16 readers start and end threads (about 740 per 2,000 icons after a remount), but
+        // keeping all 16 made reads of cached small files 40 % slower in the benchmark (warm-small).
+        fuse_loop_cfg_set_idle_threads(config, 4)
         stopper.loopStarting()
         let result = fuse_session_loop_mt(session, config)
         stopper.loopEnded()
