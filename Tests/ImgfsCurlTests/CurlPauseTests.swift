@@ -17,11 +17,20 @@ struct CurlPauseTests {
     private static let image: [UInt8] =
         [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
 
-    private static func lookupProbe(_ url: String) throws -> FetchRequest {
+    /// A lookup's probe of `url`; `expectsOpen`: by a caller expected to open it (it goes on past the probe first).
+    private static func lookupProbe(_ url: String, expectsOpen: Bool = false) throws -> FetchRequest {
         var request = FetchRequest(url: try ImageURL(url))
         request.probeBytes = probe
         request.pausesAtProbe = true
+        request.expectsOpen = expectsOpen
         return request
+    }
+
+    /// An observer that does not want the rest (no open has come).
+    private static func observerWithoutOpen() -> RecordingObserver {
+        let observer = RecordingObserver()
+        observer.restWanted.withLock { $0 = false }
+        return observer
     }
 
     private static func origin() throws -> TestOrigin {
@@ -40,8 +49,7 @@ struct CurlPauseTests {
         defer { origin.stop() }
         let fetcher = CurlFetcherTests.fetcher { $0.probeGrace = 0.3 }
         defer { fetcher.shutdown() }
-        let observer = RecordingObserver()
-        observer.restWanted.withLock { $0 = false }
+        let observer = Self.observerWithoutOpen()
         let started = ContinuousClock.now
         _ = fetcher.start(try Self.lookupProbe("\(origin.baseURL)/big1.png"), observer: observer)
         #expect(observer.waitForCompletion() == nil, "a probe's end is a success")
@@ -57,8 +65,7 @@ struct CurlPauseTests {
         defer { origin.stop() }
         let fetcher = CurlFetcherTests.fetcher { $0.probeGrace = 30 }
         defer { fetcher.shutdown() }
-        let observer = RecordingObserver()
-        observer.restWanted.withLock { $0 = false }
+        let observer = Self.observerWithoutOpen()
         let handle = fetcher.start(try Self.lookupProbe("\(origin.baseURL)/big2.png"), observer: observer)
         #expect(Poll.until(timeout: 10) { observer.body.count >= Self.probe })
         usleep(200_000)
@@ -81,11 +88,8 @@ struct CurlPauseTests {
             $0.openWindowBytes = 512 << 10
         }
         defer { fetcher.shutdown() }
-        let observer = RecordingObserver()
-        observer.restWanted.withLock { $0 = false }
-        var request = try Self.lookupProbe("\(origin.baseURL)/big5.png")
-        request.expectsOpen = true
-        _ = fetcher.start(request, observer: observer)
+        let observer = Self.observerWithoutOpen()
+        _ = fetcher.start(try Self.lookupProbe("\(origin.baseURL)/big5.png", expectsOpen: true), observer: observer)
         #expect(observer.waitForCompletion(seconds: 10) == nil, "a probe's end is a success")
         let body = observer.body
         #expect(body.count > Self.probe, "it went on past the probe's bytes")
@@ -104,11 +108,8 @@ struct CurlPauseTests {
             $0.openWindowBytes = 8 << 20
         }
         defer { fetcher.shutdown() }
-        let observer = RecordingObserver()
-        observer.restWanted.withLock { $0 = false }
-        var request = try Self.lookupProbe("\(origin.baseURL)/big6.png")
-        request.expectsOpen = true
-        _ = fetcher.start(request, observer: observer)
+        let observer = Self.observerWithoutOpen()
+        _ = fetcher.start(try Self.lookupProbe("\(origin.baseURL)/big6.png", expectsOpen: true), observer: observer)
         #expect(observer.waitForCompletion(seconds: 10) == nil, "not paused: done long before the grace time")
         #expect(observer.body == Self.image, "the whole image, no byte twice")
         #expect(origin.requestCount("/big6.png") == 1)
@@ -123,8 +124,7 @@ struct CurlPauseTests {
             $0.maxTransfers = 1
         }
         defer { fetcher.shutdown() }
-        let paused = RecordingObserver()
-        paused.restWanted.withLock { $0 = false }
+        let paused = Self.observerWithoutOpen()
         _ = fetcher.start(try Self.lookupProbe("\(origin.baseURL)/big3.png"), observer: paused)
         #expect(Poll.until(timeout: 10) { paused.body.count >= Self.probe })
         let other = try CurlFetcherTests.fetch(fetcher, "\(origin.baseURL)/big4.png")
